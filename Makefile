@@ -1,0 +1,40 @@
+# deltasink developer entry points. `make demo` and `make test` set everything up themselves.
+PYTHON ?= python3
+VENV   := .venv
+PY     := $(VENV)/bin/python
+BIN    := $(VENV)/bin
+STAMP  := $(VENV)/.install.stamp
+
+.PHONY: install demo test lint typecheck unit chaos bench clean
+
+install: $(STAMP)
+
+# Idempotent: rebuilds only when pyproject.toml changes. Fetches the JVM artifacts once
+# (Delta, the Spark Kafka connector, the Kafka broker) into ~/.m2, then warms Spark's Ivy cache.
+$(STAMP): pyproject.toml
+	test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install --quiet --upgrade pip
+	$(PY) -m pip install --quiet -e ".[dev]"
+	$(BIN)/deltasink setup
+	touch $(STAMP)
+
+demo: install
+	bash notebooks/../.ci/demo.sh
+
+lint: install
+	$(BIN)/ruff check pipelines schemas quality tests bench
+
+typecheck: install
+	$(BIN)/mypy
+
+test: lint typecheck
+	$(BIN)/pytest -m "not chaos and not cluster" -q
+
+chaos: install
+	$(BIN)/pytest -m chaos -q -s
+
+bench: install
+	$(PY) -m bench.run
+
+clean:
+	rm -rf lake .mypy_cache .ruff_cache .pytest_cache

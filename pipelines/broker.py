@@ -1,0 +1,213 @@
+"""An embedded, real Apache Kafka broker (KRaft, one node) run from the Maven Central jars.
+
+Its state lives in one data folder: ``server.properties``, the Kafka logs (``kafka-logs/``),
+``broker.pid`` and ``broker.log``. Stopping and starting on the same folder keeps every record.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import os
+import signal
+import socket
+import subprocess
+import time
+import uuid
+from dataclasses import dataclass
+from pathlib import Path
+
+from pipelines import jvm
+from pipelines.errors import BrokerError
+
+DEFAULT_PORT = 9092
+DEFAULT_DATA_DIR = "./lake/_broker"
+JVM_OPTS = ("-Xms128m", "-Xmx512m", "-XX:+UseSerialGC", "-Djava.awt.headless=true")
+
+_SERVER_PROPERTIES = """\
+process.roles=broker,controller
+node.id=1
+controller.quorum.voters=1@127.0.0.1:{controller_port}
+listeners=PLAINTEXT://127.0.0.1:{port},CONTROLLER://127.0.0.1:{controller_port}
+advertised.listeners=PLAINTEXT://127.0.0.1:{port}
+controller.listener.names=CONTROLLER
+inter.broker.listener.name=PLAINTEXT
+listener.security.protocol.map=CONTROLLER:PLAINTEXT,PLAINTEXT:PLAINTEXT
+log.dirs={log_dir}
+num.partitions=1
+auto.create.topics.enable=false
+offsets.topic.replication.factor=1
+offsets.topic.num.partitions=1
+transaction.state.log.replication.factor=1
+transaction.state.log.min.isr=1
+transaction.state.log.num.partitions=1
+share.coordinator.state.topic.replication.factor=1
+share.coordinator.state.topic.min.isr=1
+group.initial.rebalance.delay.ms=0
+message.max.bytes=16777216
+log.retention.check.interval.ms=1000
+log.segment.delete.delay.ms=0
+"""
+
+_LOG4J = """\
+rootLogger.level = WARN
+rootLogger.appenderRef.console.ref = console
+appender.console.type = Console
+appender.console.name = console
+appender.console.layout.type = PatternLayout
+appender.console.layout.pattern = [%d] %p %m (%c)%n
+"""
+
+
+def _port_open(port: int, host: str = "127.0.0.1") -> bool:
+    with socket.socket() as sock:
+        sock.settimeout(0.5)
+        return sock.connect_ex((host, port)) == 0
+
+
+def _pid_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+@dataclass(frozen=True)
+class EmbeddedBroker:
+    """A single-node Kafka broker whose state lives in ``data_dir``."""
+
+    data_dir: Path
+    port: int = DEFAULT_PORT
+
+    @classmethod
+    def at(cls, data_dir: str | Path, port: int | None = None) -> EmbeddedBroker:
+        """The broker of ``data_dir``; the port defaults to the one it last ran on."""
+        folder = Path(data_dir).resolve()
+        meta = folder / "broker.json"
+        if port is None and meta.exists():
+            port = int(json.loads(meta.read_text())["port"])
+        return cls(folder, port or DEFAULT_PORT)
+
+    @property
+    def bootstrap_servers(self) -> str:
+        """The address clients connect to."""
+        return f"127.0.0.1:{self.port}"
+
+    @property
+    def pid(self) -> int | None:
+        """The broker's process id, if it is running."""
+        pid_file = self.data_dir / "broker.pid"
+        if not pid_file.exists():
+            return None
+        pid = int(pid_file.read_text().strip() or 0)
+        return pid if pid and _pid_alive(pid) else None
+
+    def _log_tail(self, lines: int = 15) -> str:
+        log = self.data_dir / "broker.log"
+        return "\n".join(log.read_text(errors="replace").splitlines()[-lines:]) if log.exists() else ""
+
+    def _prepare(self, java: str, classpath: str) -> Path:
+        self.data_dir.mkdir(parents=True, exist_ok=True)
+        log_dir = self.data_dir / "kafka-logs"
+        props = self.data_dir / "server.properties"
+        props.write_text(_SERVER_PROPERTIES.format(
+            port=self.port, controller_port=self.port + 1, log_dir=log_dir))
+        (self.data_dir / "log4j2.properties").write_text(_LOG4J)
+        (self.data_dir / "broker.json").write_text(json.dumps({"port": self.port}))
+        if not (log_dir / "meta.properties").exists():
+            cluster_id = base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
+            proc = subprocess.run(
+                [java, "-cp", classpath, "kafka.tools.StorageTool", "format",
+                 "-t", cluster_id, "-c", str(props)],
+                capture_output=True, text=True, check=False)
+            if proc.returncode != 0:
+                raise BrokerError(f"formatting Kafka storage in {log_dir} failed:\n"
+                                  f"{proc.stdout}{proc.stderr}")
+        return props
+
+    def start(self, timeout: float = 60.0) -> EmbeddedBroker:
+        """Start the broker in the background and wait until it accepts clients.
+
+        Returns:
+            ``self``, for chaining.
+
+        Raises:
+            BrokerError: the port is taken by something else, or the broker did not come up.
+        """
+        if self.pid is not None:
+            return self
+        for port in (self.port, self.port + 1):
+            if _port_open(port):
+                raise BrokerError(f"port {port} is already in use; pick another with --port")
+        java = jvm.require_java()
+        classpath = os.pathsep.join(str(p) for p in jvm.broker_classpath())
+        props = self._prepare(java, classpath)
+        with open(self.data_dir / "broker.log", "ab") as log:
+            proc = subprocess.Popen(
+                [java, *JVM_OPTS, f"-Dlog4j2.configurationFile={self.data_dir}/log4j2.properties",
+                 "-cp", classpath, "kafka.Kafka", str(props)],
+                stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+                start_new_session=True)
+        (self.data_dir / "broker.pid").write_text(str(proc.pid))
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if proc.poll() is not None:
+                raise BrokerError(f"the Kafka broker exited with code {proc.returncode}:\n"
+                                  f"{self._log_tail()}")
+            if _port_open(self.port) and self._ready():
+                return self
+            time.sleep(0.2)
+        self.stop()
+        raise BrokerError(f"the Kafka broker did not become ready in {timeout:.0f}s:\n"
+                          f"{self._log_tail()}")
+
+    def _ready(self) -> bool:
+        from confluent_kafka.admin import AdminClient
+
+        try:
+            AdminClient({"bootstrap.servers": self.bootstrap_servers}).list_topics(timeout=2)
+        except Exception:
+            return False
+        return True
+
+    def stop(self, timeout: float = 30.0) -> bool:
+        """Stop the broker gracefully (SIGTERM, then SIGKILL after ``timeout``).
+
+        Returns:
+            Whether a running broker was stopped.
+        """
+        pid = self.pid
+        if pid is None:
+            return False
+        os.kill(pid, signal.SIGCONT)  # a paused broker cannot shut down
+        os.kill(pid, signal.SIGTERM)
+        deadline = time.monotonic() + timeout
+        while _pid_alive(pid) and time.monotonic() < deadline:
+            _reap(pid)
+            time.sleep(0.1)
+        if _pid_alive(pid):
+            os.kill(pid, signal.SIGKILL)
+            _reap(pid)
+        (self.data_dir / "broker.pid").unlink(missing_ok=True)
+        return True
+
+    def pause(self) -> None:
+        """Freeze the broker (SIGSTOP): clients see a broker that stopped answering."""
+        if self.pid:
+            os.kill(self.pid, signal.SIGSTOP)
+
+    def resume(self) -> None:
+        """Unfreeze a paused broker (SIGCONT)."""
+        if self.pid:
+            os.kill(self.pid, signal.SIGCONT)
+
+
+def _reap(pid: int) -> None:
+    """Collect the exit status if the broker is our child, so it does not linger as a zombie."""
+    try:
+        os.waitpid(pid, os.WNOHANG)
+    except ChildProcessError:
+        pass

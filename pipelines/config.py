@@ -1,0 +1,173 @@
+"""One typed, frozen configuration object for a pipeline.
+
+The YAML file is the single source of truth; environment variables named
+``DELTASINK_<SECTION>__<KEY>`` override single keys (useful for secrets). Under
+``source.options`` the key's underscores become dots, so
+``DELTASINK_SOURCE__OPTIONS__SASL_JAAS_CONFIG`` sets the Kafka option ``sasl.jaas.config``.
+Option values are treated as secrets: they are never shown in ``repr``, logs or errors.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, SecretStr, field_validator, model_validator
+
+from pipelines.tables import TableRef
+from pipelines.units import parse_duration
+
+_FROZEN = ConfigDict(frozen=True, extra="forbid")
+
+
+class SourceConfig(BaseModel):
+    """Where and how to read Kafka."""
+
+    model_config = _FROZEN
+
+    bootstrap_servers: str = "127.0.0.1:9092"
+    topics: tuple[str, ...] = ()
+    topic_pattern: str | None = None
+    starting_offsets: Literal["earliest", "latest"] = "earliest"
+    max_records_per_batch: int = Field(200_000, gt=0)
+    isolation_level: Literal["read_committed", "read_uncommitted"] = "read_committed"
+    fail_on_data_loss: bool = True
+    max_record_bytes: int = Field(1_048_576, gt=0)
+    broker_timeout: float = 120.0
+    options: Mapping[str, SecretStr] = Field(default_factory=dict)
+
+    _seconds = field_validator("broker_timeout", mode="before")(parse_duration)
+
+    @model_validator(mode="after")
+    def _one_subscription(self) -> SourceConfig:
+        if bool(self.topics) == bool(self.topic_pattern):
+            raise ValueError("set exactly one of source.topics or source.topic_pattern")
+        return self
+
+    def kafka_options(self) -> dict[str, str]:
+        """Return the extra Kafka client settings, with secret values revealed.
+
+        Returns:
+            A plain dict for the Kafka client; never log it.
+        """
+        return {k: v.get_secret_value() for k, v in self.options.items()}
+
+
+class TargetConfig(BaseModel):
+    """The Delta tables the sink writes."""
+
+    model_config = _FROZEN
+
+    path: str | None = None
+    table: str | None = None
+    quarantine_path: str | None = None
+    quarantine_table: str | None = None
+    dedup_key: str = "event_id"
+    partition_by: tuple[str, ...] = ("event_date",)
+    commit_retries: int = Field(10, ge=0)
+
+    @model_validator(mode="after")
+    def _one_location(self) -> TargetConfig:
+        if bool(self.path) == bool(self.table):
+            raise ValueError("set exactly one of target.path or target.table")
+        if self.quarantine_path and self.quarantine_table:
+            raise ValueError("set at most one of target.quarantine_path or target.quarantine_table")
+        return self
+
+    @property
+    def ref(self) -> TableRef:
+        """The target table."""
+        return TableRef(path=self.path, name=self.table)
+
+    @property
+    def quarantine_ref(self) -> TableRef:
+        """The quarantine table (defaults to the target's location + ``_quarantine``)."""
+        if self.quarantine_path or self.quarantine_table:
+            return TableRef(path=self.quarantine_path, name=self.quarantine_table)
+        if self.table:
+            return TableRef(name=f"{self.table}_quarantine")
+        return TableRef(path=f"{self.path}_quarantine")
+
+
+class QualityConfig(BaseModel):
+    """Post-run validation, its result tables and its reports."""
+
+    model_config = _FROZEN
+
+    enabled: bool = True
+    docs_dir: str = "./lake/_quality/docs"
+    results_path: str | None = "./lake/_quality/results"
+    results_table: str | None = None
+    metrics_path: str | None = "./lake/_quality/run_metrics"
+    metrics_table: str | None = None
+    max_quarantine_ratio: float = Field(0.01, ge=0, le=1)
+    max_future_skew: float = 3600.0
+
+    _seconds = field_validator("max_future_skew", mode="before")(parse_duration)
+
+    @property
+    def results_ref(self) -> TableRef:
+        """The quality-results table (one row per expectation per validation)."""
+        return TableRef(path=None if self.results_table else self.results_path,
+                        name=self.results_table)
+
+    @property
+    def metrics_ref(self) -> TableRef:
+        """The run-metrics table (one row per micro-batch)."""
+        return TableRef(path=None if self.metrics_table else self.metrics_path,
+                        name=self.metrics_table)
+
+
+class PipelineConfig(BaseModel):
+    """Everything one pipeline needs: source, schema, target, checkpoint and quality."""
+
+    model_config = _FROZEN
+
+    name: str = Field(pattern=r"^[A-Za-z0-9_.-]{1,100}$")
+    source: SourceConfig
+    schema_name: str = Field("events_v1", alias="schema")
+    target: TargetConfig
+    checkpoint: str
+    quality: QualityConfig = Field(default_factory=QualityConfig)  # type: ignore[arg-type]
+    config_file: str | None = Field(None, exclude=True)
+
+    @property
+    def describe(self) -> str:
+        """A one-line, secret-free summary for logs."""
+        topics = ",".join(self.source.topics) or f"/{self.source.topic_pattern}/"
+        return (f"pipeline {self.name}: kafka {self.source.bootstrap_servers} [{topics}] -> "
+                f"{self.target.ref.describe()} (schema {self.schema_name})")
+
+
+PATH_KEYS: tuple[tuple[str, str], ...] = (
+    ("target", "path"),
+    ("target", "quarantine_path"),
+    ("quality", "docs_dir"),
+    ("quality", "results_path"),
+    ("quality", "metrics_path"),
+    ("", "checkpoint"),
+)
+
+
+def resolve_relative_paths(raw: dict[str, Any], base: Path) -> dict[str, Any]:
+    """Make local path values absolute, relative to ``base`` (the config file's folder).
+
+    URIs (``s3://``, ``abfss://``, ``dbfs:/``) and absolute paths are left alone.
+
+    Args:
+        raw: the parsed YAML mapping (not modified).
+        base: the folder that relative paths are relative to.
+
+    Returns:
+        A copy of ``raw`` with relative paths made absolute.
+    """
+    out = {k: (dict(v) if isinstance(v, dict) else v) for k, v in raw.items()}
+    for section, key in PATH_KEYS:
+        holder = out if not section else out.get(section)
+        if not isinstance(holder, dict):
+            continue
+        value = holder.get(key)
+        if isinstance(value, str) and value and ":" not in value and not value.startswith("/"):
+            holder[key] = str((base / value).resolve())
+    return out

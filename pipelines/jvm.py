@@ -1,0 +1,154 @@
+"""JVM artifacts: which Maven coordinates deltasink needs, and how they are fetched and cached.
+
+Spark resolves its packages with Ivy (``spark.jars.packages``). Ivy looks in ``~/.m2`` first, so
+:func:`fetch` pre-fetches everything there with ``mvn`` once; after that no run touches the network.
+
+One workaround is deliberate: the 4.0.1 Kafka connector depends on
+``spark-token-provider-kafka-0-10_2.13:4.0.1``, which the Maven Central reachable from our build
+machines does not serve. We exclude it from Ivy's resolution and put the binary-compatible 4.0.0
+jar on ``spark.jars`` instead (see :func:`spark_conf`).
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+from dataclasses import dataclass
+from pathlib import Path
+
+from pipelines.errors import EnvironmentSetupError
+
+KAFKA_CONNECTOR = "org.apache.spark:spark-sql-kafka-0-10_2.13:4.0.1"
+TOKEN_PROVIDER = "org.apache.spark:spark-token-provider-kafka-0-10_2.13:4.0.0"
+DELTA = "io.delta:delta-spark_2.13:4.0.0"
+KAFKA_BROKER = "org.apache.kafka:kafka_2.13:4.1.0"
+_BROKER_EXTRAS = (
+    "org.slf4j:slf4j-api:2.0.16",
+    "org.apache.logging.log4j:log4j-slf4j2-impl:2.24.3",
+    "org.apache.logging.log4j:log4j-core:2.24.3",
+)
+
+
+@dataclass(frozen=True)
+class Coordinate:
+    """A Maven coordinate ``group:artifact:version``."""
+
+    group: str
+    artifact: str
+    version: str
+
+    @classmethod
+    def parse(cls, text: str) -> Coordinate:
+        """Parse ``group:artifact:version``."""
+        group, artifact, version = text.split(":")
+        return cls(group, artifact, version)
+
+    def jar_in(self, m2: Path) -> Path:
+        """Where this artifact's jar lives in a Maven repository folder."""
+        folder = m2.joinpath(*self.group.split("."), self.artifact, self.version)
+        return folder / f"{self.artifact}-{self.version}.jar"
+
+
+def m2_repository() -> Path:
+    """The local Maven repository that both ``mvn`` and Spark's Ivy read."""
+    return Path(os.environ.get("DELTASINK_M2", Path.home() / ".m2" / "repository"))
+
+
+def cache_dir() -> Path:
+    """deltasink's own cache (generated POMs, the broker classpath)."""
+    default = Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "deltasink"
+    path = Path(os.environ.get("DELTASINK_JVM_CACHE", default))
+    path.mkdir(parents=True, exist_ok=True)
+    return path
+
+
+def require_java() -> str:
+    """Return the ``java`` executable, or fail with how to install it."""
+    home = os.environ.get("JAVA_HOME")
+    candidate = Path(home, "bin", "java") if home else None
+    java = str(candidate) if candidate and candidate.exists() else shutil.which("java")
+    if not java:
+        raise EnvironmentSetupError(
+            "Java 17+ was not found (no JAVA_HOME, no `java` on PATH). Install a JDK, e.g. "
+            "`apt-get install openjdk-17-jdk-headless`, then run `make install` again."
+        )
+    return java
+
+
+def spark_conf() -> dict[str, str]:
+    """Spark settings that make the Kafka connector resolvable (see the module docstring)."""
+    token = Coordinate.parse(TOKEN_PROVIDER)
+    return {
+        "spark.jars": str(token.jar_in(m2_repository())),
+        "spark.jars.excludes": f"{token.group}:{token.artifact}",
+    }
+
+
+def _pom(name: str, coordinates: list[str], exclude: str | None = None) -> str:
+    deps = []
+    for text in coordinates:
+        c = Coordinate.parse(text)
+        exclusion = ""
+        if exclude and text == KAFKA_CONNECTOR:
+            g, a, _ = (*exclude.split(":"), "")[:3]
+            exclusion = (f"<exclusions><exclusion><groupId>{g}</groupId>"
+                         f"<artifactId>{a}</artifactId></exclusion></exclusions>")
+        deps.append(f"<dependency><groupId>{c.group}</groupId><artifactId>{c.artifact}"
+                     f"</artifactId><version>{c.version}</version>{exclusion}</dependency>")
+    return ("<project xmlns=\"http://maven.apache.org/POM/4.0.0\"><modelVersion>4.0.0"
+            f"</modelVersion><groupId>deltasink.cache</groupId><artifactId>{name}</artifactId>"
+            f"<version>1</version><dependencies>{''.join(deps)}</dependencies></project>\n")
+
+
+def _resolve(name: str, coordinates: list[str], exclude: str | None = None) -> list[Path]:
+    """Download ``coordinates`` (transitively) into ~/.m2 with mvn; return the classpath."""
+    folder = cache_dir() / name
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "pom.xml").write_text(_pom(name, coordinates, exclude))
+    out = folder / "classpath.txt"
+    mvn = shutil.which("mvn")
+    if not mvn:
+        raise EnvironmentSetupError("Maven (`mvn`) is needed once to fetch JVM jars; install it "
+                                    "(`apt-get install maven`) and run `make install`.")
+    cmd = [mvn, "-q", "-B", "-f", str(folder / "pom.xml"), "dependency:build-classpath",
+           f"-Dmdep.outputFile={out}", f"-Dmaven.repo.local={m2_repository()}"]
+    proc = subprocess.run(cmd, capture_output=True, text=True, check=False)
+    if proc.returncode != 0:
+        tail = "\n".join((proc.stdout + proc.stderr).strip().splitlines()[-6:])
+        raise EnvironmentSetupError(
+            f"could not fetch the JVM artifacts for {name} from Maven Central, and they are not "
+            f"cached in {m2_repository()}. Check network access to Maven Central (or a mirror in "
+            f"~/.m2/settings.xml) and run `make install` again.\nmvn said:\n{tail}")
+    return [Path(p) for p in out.read_text().strip().split(os.pathsep) if p]
+
+
+def broker_classpath() -> list[Path]:
+    """The embedded Kafka broker's classpath, fetched on first use and cached afterwards."""
+    cached = cache_dir() / "kafka-broker" / "classpath.txt"
+    if cached.exists():
+        jars = [Path(p) for p in cached.read_text().strip().split(os.pathsep) if p]
+        if jars and all(j.exists() for j in jars):
+            return jars
+    return _resolve("kafka-broker", [KAFKA_BROKER, *_BROKER_EXTRAS])
+
+
+def spark_artifacts_cached() -> bool:
+    """Whether the Spark-side jars are already in ~/.m2 (so Ivy needs no network)."""
+    m2 = m2_repository()
+    return all(Coordinate.parse(c).jar_in(m2).exists()
+               for c in (KAFKA_CONNECTOR, TOKEN_PROVIDER, DELTA))
+
+
+def fetch() -> list[str]:
+    """Fetch every JVM artifact deltasink uses into ~/.m2 (idempotent).
+
+    Returns:
+        A line per artifact group, for the user.
+    """
+    require_java()
+    spark_jars = _resolve("spark-packages", [DELTA, KAFKA_CONNECTOR, TOKEN_PROVIDER],
+                          exclude=TOKEN_PROVIDER)
+    broker = broker_classpath()
+    return [f"spark packages: {len(spark_jars)} jars in {m2_repository()}",
+            f"kafka broker:   {len(broker)} jars ({KAFKA_BROKER})"]

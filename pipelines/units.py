@@ -1,0 +1,31 @@
+"""Human-friendly units in config and on the command line: durations like ``10s``, ``2m``, ``1h``."""
+
+from __future__ import annotations
+
+import re
+
+_DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(ms|s|m|h|d)?\s*$")
+_FACTORS = {"ms": 0.001, "s": 1.0, "m": 60.0, "h": 3600.0, "d": 86400.0}
+
+
+def parse_duration(value: object) -> float:
+    """Parse a duration into seconds.
+
+    Args:
+        value: a number of seconds, or a string such as ``"500ms"``, ``"10s"``, ``"2m"``, ``"1h"``.
+
+    Returns:
+        The duration in seconds.
+
+    Raises:
+        ValueError: if the value is not a duration.
+    """
+    if isinstance(value, bool):
+        raise ValueError(f"not a duration: {value!r}")
+    if isinstance(value, int | float):
+        return float(value)
+    match = _DURATION.match(str(value))
+    if not match:
+        raise ValueError(f"not a duration: {value!r} (use e.g. 500ms, 10s, 2m, 1h)")
+    number, unit = match.groups()
+    return float(number) * _FACTORS[unit or "s"]
