@@ -1,0 +1,1 @@
+"""The foreachBatch sink: parse → quarantine → dedup → merge → commit."""
