@@ -1,0 +1,169 @@
+"""The quality bookkeeping tables: validation verdicts and per-batch run metrics.
+
+Both are Delta tables written with an insert-only MERGE on their natural key, so recording the
+same thing twice (a retried validation, a replayed batch) adds nothing.
+
+* quality results (``quality.results_path`` / ``results_table``): one row per expectation per
+  run, keyed by ``(run_id, expectation, column)``;
+* run metrics (``quality.metrics_path`` / ``metrics_table``): one row per micro-batch, keyed by
+  ``(pipeline, query_id, batch_id)``. Replayed batches are never recorded: they changed nothing.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Sequence
+from datetime import UTC, datetime
+from typing import Any
+
+from pyspark.sql import DataFrame, Row, SparkSession
+from pyspark.sql.types import (
+    BooleanType,
+    DoubleType,
+    LongType,
+    StringType,
+    StructField,
+    StructType,
+    TimestampType,
+)
+
+from pipelines.config import PipelineConfig
+from pipelines.sink.metrics import BatchMetrics
+from pipelines.tables import TableRef
+from quality.model import ValidationReport
+
+RESULTS_SCHEMA = StructType([
+    StructField("run_id", StringType(), False),
+    StructField("pipeline", StringType(), False),
+    StructField("table_version", LongType(), True),
+    StructField("expectation", StringType(), False),
+    StructField("column", StringType(), True),
+    StructField("success", BooleanType(), False),
+    StructField("observed_value", StringType(), True),
+    StructField("unexpected_count", LongType(), False),
+    StructField("sample_keys", StringType(), True),
+    StructField("validated_at", TimestampType(), False),
+])
+RESULTS_KEY = ("run_id", "expectation", "column")
+
+METRICS_SCHEMA = StructType([
+    StructField("pipeline", StringType(), False),
+    StructField("run_id", StringType(), False),
+    StructField("query_id", StringType(), False),
+    StructField("batch_id", LongType(), False),
+    StructField("records_in", LongType(), False),
+    StructField("quarantined", LongType(), False),
+    StructField("duplicates_in_batch", LongType(), False),
+    StructField("duplicates_by_merge", LongType(), False),
+    StructField("inserted", LongType(), False),
+    StructField("duration_s", DoubleType(), False),
+    StructField("started_at", TimestampType(), False),
+    StructField("replayed", BooleanType(), False),
+    StructField("target_version", LongType(), True),
+    StructField("event_dates", StringType(), True),
+    StructField("stage_seconds", StringType(), True),
+    StructField("recorded_at", TimestampType(), False),
+])
+METRICS_KEY = ("pipeline", "query_id", "batch_id")
+
+#: Attempts of an insert-only MERGE that loses a race with another writer.
+_MERGE_ATTEMPTS = 5
+
+
+def _retry_on_conflict(action: Callable[[], None]) -> None:
+    """Run ``action``, retrying a few times when Delta reports a concurrent-commit conflict."""
+    for attempt in range(1, _MERGE_ATTEMPTS + 1):
+        try:
+            action()
+            return
+        except Exception as exc:
+            conflict = "Concurrent" in f"{type(exc).__name__} {exc}"[:500]
+            if not conflict or attempt == _MERGE_ATTEMPTS:
+                raise
+            time.sleep(0.2 * attempt)
+
+
+def insert_new(
+    spark: SparkSession, ref: TableRef, schema: StructType, rows: list[dict[str, Any]],
+    key: Sequence[str],
+) -> None:
+    """Insert the rows whose ``key`` is not in the table yet (creating the table if missing).
+
+    Args:
+        spark: the session.
+        ref: the bookkeeping table.
+        schema: its schema (the table is created with it).
+        rows: the candidate rows, as dicts with the schema's columns.
+        key: the columns that identify a row; compared null-safely.
+    """
+    ref.create_if_missing(spark, schema)
+    if not rows:
+        return
+    source = spark.createDataFrame(rows, schema).dropDuplicates(list(key))
+    condition = " AND ".join(f"t.`{k}` <=> s.`{k}`" for k in key)
+
+    def merge() -> None:
+        (ref.delta(spark).alias("t").merge(source.alias("s"), condition)
+         .whenNotMatchedInsertAll().execute())
+
+    _retry_on_conflict(merge)
+
+
+def write_validation_results(
+    spark: SparkSession, config: PipelineConfig, report: ValidationReport
+) -> None:
+    """Record one row per expectation of ``report`` in the quality-results table.
+
+    Idempotent per ``(run_id, expectation, column)``: recording the same run again adds nothing.
+
+    Args:
+        spark: the session.
+        config: the pipeline configuration (``quality.results_ref``).
+        report: the validation to record.
+    """
+    rows = [{
+        "run_id": report.run_id, "pipeline": report.pipeline,
+        "table_version": report.table_version, "expectation": r.expectation,
+        "column": r.column, "success": r.success, "observed_value": r.observed_value,
+        "unexpected_count": r.unexpected_count, "sample_keys": ",".join(r.sample_keys),
+        "validated_at": report.validated_at,
+    } for r in report.results]
+    insert_new(spark, config.quality.results_ref, RESULTS_SCHEMA, rows, RESULTS_KEY)
+
+
+def write_run_metrics(
+    spark: SparkSession, config: PipelineConfig, batches: Sequence[BatchMetrics]
+) -> None:
+    """Record one row per micro-batch in the run-metrics table.
+
+    Replayed batches (``replayed=True``) are skipped; the rest are inserted only if their
+    ``(pipeline, query_id, batch_id)`` is new, so recording a batch twice adds nothing.
+
+    Args:
+        spark: the session.
+        config: the pipeline configuration (``quality.metrics_ref``).
+        batches: the batches of a run, in any order.
+    """
+    now = datetime.now(UTC)
+    rows = [{**b.as_row(), "recorded_at": now} for b in batches if not b.replayed]
+    insert_new(spark, config.quality.metrics_ref, METRICS_SCHEMA, rows, METRICS_KEY)
+
+
+def _read(spark: SparkSession, ref: TableRef) -> DataFrame | None:
+    return ref.read(spark) if ref.exists(spark) else None
+
+
+def read_validation_results(spark: SparkSession, config: PipelineConfig) -> list[Row]:
+    """All recorded verdicts of this pipeline, oldest first (empty if the table is missing)."""
+    df = _read(spark, config.quality.results_ref)
+    if df is None:
+        return []
+    return df.where(df.pipeline == config.name).orderBy("validated_at", "expectation").collect()
+
+
+def read_run_metrics(spark: SparkSession, config: PipelineConfig) -> list[Row]:
+    """All recorded batches of this pipeline, oldest first (empty if the table is missing)."""
+    df = _read(spark, config.quality.metrics_ref)
+    if df is None:
+        return []
+    return df.where(df.pipeline == config.name).orderBy("started_at", "batch_id").collect()

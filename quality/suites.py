@@ -1,0 +1,121 @@
+"""The expectation suites, declared as code.
+
+Two kinds of checks exist:
+
+* the **target suite**, a Great Expectations suite run against a snapshot of the target table:
+  the dedup key is unique and not null, every schema column is present, required fields are not
+  null, and no ``event_time`` lies further in the future than ``quality.max_future_skew``;
+* the **quarantine share** of a run, computed from the run's own counts (it is not a property of
+  the target table): ``quarantined / records_in <= quality.max_quarantine_ratio``.
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+
+import great_expectations as gx
+from great_expectations.expectations.core.expect_column_to_exist import ExpectColumnToExist
+from great_expectations.expectations.core.expect_column_values_to_be_between import (
+    ExpectColumnValuesToBeBetween,
+)
+from great_expectations.expectations.core.expect_column_values_to_be_unique import (
+    ExpectColumnValuesToBeUnique,
+)
+from great_expectations.expectations.core.expect_column_values_to_not_be_null import (
+    ExpectColumnValuesToNotBeNull,
+)
+from great_expectations.expectations.core.expect_compound_columns_to_be_unique import (
+    ExpectCompoundColumnsToBeUnique,
+)
+
+from pipelines.config import PipelineConfig
+from pipelines.sink.metrics import RunResult
+from quality.model import ExpectationOutcome
+from schemas import EventSchema, get_schema
+
+#: The expectation name of the quarantine-share check (it is computed, not run by GX).
+QUARANTINE_EXPECTATION = "expect_quarantine_ratio_below_threshold"
+
+#: The column that holds each row's partition date; uniqueness is also checked per partition.
+DATE_COLUMN = "event_date"
+
+
+def suite_name(config: PipelineConfig) -> str:
+    """The name of a pipeline's target suite (also the Data Docs page title)."""
+    return f"{config.name}.target"
+
+
+def target_suite(
+    config: PipelineConfig, schema: EventSchema | None = None, now: datetime | None = None
+) -> gx.ExpectationSuite:
+    """Build the expectation suite for a pipeline's target table.
+
+    Args:
+        config: the pipeline configuration (dedup key, partitioning, future-skew bound).
+        schema: the event schema; defaults to ``config.schema_name`` from the registry.
+        now: the reference time for the future-skew bound (UTC); defaults to the current time.
+
+    Returns:
+        A new, unsaved suite.
+    """
+    schema = schema or get_schema(config.schema_name)
+    now = now or datetime.now(UTC)
+    key = config.target.dedup_key
+    latest_allowed = now + timedelta(seconds=config.quality.max_future_skew)
+    suite = gx.ExpectationSuite(name=suite_name(config))
+    for column in schema.target_schema().fieldNames():
+        suite.add_expectation(ExpectColumnToExist(column=column))
+    suite.add_expectation(ExpectColumnValuesToBeUnique(column=key))
+    if DATE_COLUMN in config.target.partition_by and key != DATE_COLUMN:
+        suite.add_expectation(ExpectCompoundColumnsToBeUnique(column_list=[key, DATE_COLUMN]))
+    not_null = [key, *(f.name for f in schema.fields if f.required and f.name != key)]
+    for column in not_null:
+        suite.add_expectation(ExpectColumnValuesToNotBeNull(column=column))
+    suite.add_expectation(
+        ExpectColumnValuesToBeBetween(
+            column=schema.time_field,
+            max_value=latest_allowed.replace(tzinfo=None),
+            meta={"notes": f"{schema.time_field} must not be later than validation time + "
+                           f"{config.quality.max_future_skew:g}s (UTC)"},
+        )
+    )
+    return suite
+
+
+def quarantine_outcome(records_in: int, quarantined: int, max_ratio: float) -> ExpectationOutcome:
+    """Check that the quarantined share of a run's records stays within ``max_ratio``.
+
+    A run that read nothing passes (its ratio is 0).
+
+    Args:
+        records_in: records the run read (replays excluded).
+        quarantined: records the run sent to quarantine.
+        max_ratio: the highest accepted ``quarantined / records_in``.
+
+    Returns:
+        An outcome named :data:`QUARANTINE_EXPECTATION`; ``unexpected_count`` is the number of
+        quarantined records when the check fails, else 0.
+    """
+    ratio = quarantined / records_in if records_in > 0 else 0.0
+    success = ratio <= max_ratio
+    return ExpectationOutcome(
+        expectation=QUARANTINE_EXPECTATION,
+        column=None,
+        success=success,
+        observed_value=(f"{quarantined}/{records_in} quarantined = {ratio:.4%} "
+                        f"(max {max_ratio:.4%})"),
+        unexpected_count=0 if success else quarantined,
+    )
+
+
+def run_quarantine_outcome(run: RunResult, config: PipelineConfig) -> ExpectationOutcome:
+    """The quarantine-share check for one run, against the pipeline's configured threshold.
+
+    Args:
+        run: the run's batches (replayed batches are not counted).
+        config: the pipeline configuration (``quality.max_quarantine_ratio``).
+
+    Returns:
+        The outcome of :func:`quarantine_outcome` for the run's counts.
+    """
+    return quarantine_outcome(run.records_in, run.quarantined, config.quality.max_quarantine_ratio)

@@ -1,0 +1,112 @@
+"""Validate a pipeline's target table: the public entry point of the quality layer.
+
+:func:`validate_table` reads the target at one recorded Delta version, runs the target suite on
+the selected partitions (or the whole table), adds the run's quarantine-share check, records the
+verdicts in the quality-results table and rebuilds Data Docs. Failed expectations are reported,
+never raised: the caller decides what a failure means.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Sequence
+from datetime import UTC, date, datetime
+from pathlib import Path
+
+from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import functions as F
+
+from pipelines.config import PipelineConfig
+from pipelines.errors import QualityError
+from pipelines.sink.metrics import RunResult
+from pipelines.tables import TableRef
+from quality.gx_runner import run_suite
+from quality.model import ExpectationOutcome, ValidationReport
+from quality.results import write_validation_results
+from quality.suites import DATE_COLUMN, run_quarantine_outcome, target_suite
+
+
+def latest_version(spark: SparkSession, ref: TableRef) -> int:
+    """The latest committed version of a Delta table.
+
+    Raises:
+        QualityError: the table does not exist.
+    """
+    if not ref.exists(spark):
+        raise QualityError(
+            f"cannot validate {ref.describe()}: the target table does not exist yet "
+            "(run the pipeline first, or check target.path / target.table in the config)")
+    return int(ref.delta(spark).history(1).select("version").collect()[0][0])
+
+
+def select_rows(
+    spark: SparkSession, ref: TableRef, version: int, *, full: bool, dates: Sequence[date]
+) -> DataFrame:
+    """The target rows to validate: the snapshot at ``version``, whole or only ``dates``."""
+    df = ref.read(spark, version)
+    if full:
+        return df
+    return df.where(F.col(DATE_COLUMN).isin(sorted(set(dates))))
+
+
+def validate_table(
+    spark: SparkSession,
+    config: PipelineConfig,
+    *,
+    full: bool = False,
+    dates: Sequence[date] | None = None,
+    run: RunResult | None = None,
+) -> ValidationReport:
+    """Validate the target table of ``config`` and record the verdicts.
+
+    The target is read at its latest version *when validation starts*; that version is recorded
+    in the report and the results table, so a verdict always names the exact snapshot it judged.
+    Uniqueness is checked across all selected partitions together. A duplicate planted in a
+    partition that is not selected is only found with ``full=True``.
+
+    Args:
+        spark: the session.
+        config: the pipeline configuration.
+        full: validate the whole table instead of selected partitions.
+        dates: the ``event_date`` partitions to validate; defaults to ``run.event_dates``.
+        run: the run being validated; adds the quarantine-share check and provides the run id.
+            Without it the report gets an ad-hoc id (``adhoc-<uuid>``).
+
+    Returns:
+        The report (``success=False`` if any expectation failed). With no dates, ``full=False``
+        and no ``run``, nothing is validated and the report is empty and successful.
+
+    Raises:
+        QualityError: the target table does not exist while rows were to be validated.
+    """
+    validated_at = datetime.now(UTC)
+    run_id = run.run_id if run is not None else f"adhoc-{uuid.uuid4().hex[:12]}"
+    selected = list(dates) if dates is not None else list(run.event_dates if run else ())
+    wants_target = full or bool(selected)
+
+    version: int | None = None
+    rows: DataFrame | None = None
+    if wants_target:
+        version = latest_version(spark, config.target.ref)
+        rows = select_rows(spark, config.target.ref, version, full=full, dates=selected)
+
+    suite = target_suite(config, now=validated_at)
+    outcomes, docs_index = run_suite(
+        rows, suite, key=config.target.dedup_key, docs_dir=Path(config.quality.docs_dir),
+        run_name=run_id, run_time=validated_at)
+    results: list[ExpectationOutcome] = list(outcomes)
+    if run is not None:
+        results.append(run_quarantine_outcome(run, config))
+
+    report = ValidationReport(
+        run_id=run_id,
+        pipeline=config.name,
+        table_version=version,
+        success=all(r.success for r in results),
+        results=results,
+        validated_at=validated_at,
+        docs_index=docs_index,
+    )
+    if results:
+        write_validation_results(spark, config, report)
+    return report
