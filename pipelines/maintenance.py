@@ -1,0 +1,124 @@
+"""Table maintenance: compact small files, remove old ones, then re-check the whole table.
+
+Why VACUUM keeps at least 168 hours (7 days) of history
+-------------------------------------------------------
+VACUUM deletes data files that the latest table version no longer references and that are older
+than the retention window. Anything that still reads an *older* version breaks once its files
+are gone. For this sink that is:
+
+* a micro-batch that is retried after a crash or a commit conflict: its MERGE planned against
+  the snapshot it read, possibly hours ago when a job was stuck in retries;
+* post-run and full validation, which read a pinned snapshot (``versionAsOf``);
+* recovery: when the checkpoint is lost the sink resumes from the offsets recorded in the Delta
+  log, and an operator may need ``RESTORE`` / time travel to the version before a bad run, for
+  as long as Kafka can replay the data after it (Kafka's default retention is 7 days).
+
+So the window must cover the longest checkpoint/replay horizon: 168 hours matches both Delta's own
+safety check (``retentionDurationCheck``, never disabled here) and Kafka's default retention.
+Raise it if the topics keep data longer. OPTIMIZE only rewrites files in a new version; it may
+conflict with a concurrent MERGE, which the sink retries (``target.commit_retries``).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from pyspark.sql import SparkSession
+
+from pipelines.config import PipelineConfig
+from pipelines.errors import ConfigError, QualityError
+from pipelines.tables import TableRef
+from quality.model import ValidationReport
+
+#: The shortest VACUUM retention allowed (see the module docstring).
+MIN_RETAIN_HOURS = 168
+
+
+@dataclass(frozen=True)
+class MaintenanceReport:
+    """What one maintenance run did.
+
+    Attributes:
+        actions: one line per table operation, e.g. ``OPTIMIZE main.s.orders``.
+        validation: the full-table validation report.
+    """
+
+    actions: list[str] = field(default_factory=list)
+    validation: ValidationReport | None = None
+
+    def summary_lines(self) -> list[str]:
+        """The actions, then the validation summary."""
+        lines = list(self.actions)
+        if self.validation is not None:
+            lines += self.validation.summary_lines()
+        return lines
+
+
+def maintained_tables(config: PipelineConfig) -> list[TableRef]:
+    """The Delta tables a pipeline writes: target, quarantine, quality results, run metrics."""
+    refs = [config.target.ref, config.target.quarantine_ref,
+            config.quality.results_ref, config.quality.metrics_ref]
+    unique: list[TableRef] = []
+    for ref in refs:
+        if ref not in unique:
+            unique.append(ref)
+    return unique
+
+
+def optimize_and_vacuum(spark: SparkSession, config: PipelineConfig,
+                        retain_hours: int = MIN_RETAIN_HOURS) -> list[str]:
+    """Compact (OPTIMIZE) then VACUUM every table the pipeline writes; skip missing ones.
+
+    Args:
+        spark: the session.
+        config: the pipeline.
+        retain_hours: VACUUM retention; at least :data:`MIN_RETAIN_HOURS`.
+
+    Returns:
+        One line per operation, in order (``OPTIMIZE <table>``, ``VACUUM <table> RETAIN <n>
+        HOURS`` or ``SKIP <table> (does not exist)``).
+
+    Raises:
+        ConfigError: ``retain_hours`` is below :data:`MIN_RETAIN_HOURS`.
+    """
+    if retain_hours < MIN_RETAIN_HOURS:
+        raise ConfigError(f"VACUUM retention {retain_hours}h is below the {MIN_RETAIN_HOURS}h "
+                          "minimum: older snapshots are still needed for retries, validation "
+                          "and recovery (see pipelines/maintenance.py)")
+    actions: list[str] = []
+    for ref in maintained_tables(config):
+        if not ref.exists(spark):
+            actions.append(f"SKIP {ref.describe()} (does not exist)")
+            continue
+        table = ref.delta(spark)
+        table.optimize().executeCompaction()
+        actions.append(f"OPTIMIZE {ref.describe()}")
+        table.vacuum(float(retain_hours))
+        actions.append(f"VACUUM {ref.describe()} RETAIN {retain_hours} HOURS")
+    return actions
+
+
+def run_maintenance(spark: SparkSession, config: PipelineConfig,
+                    retain_hours: int = MIN_RETAIN_HOURS) -> MaintenanceReport:
+    """OPTIMIZE and VACUUM, then validate the whole target table (uniqueness included).
+
+    Args:
+        spark: the session.
+        config: the pipeline.
+        retain_hours: VACUUM retention; at least :data:`MIN_RETAIN_HOURS`.
+
+    Returns:
+        The actions and the passing validation report.
+
+    Raises:
+        ConfigError: ``retain_hours`` is too short.
+        QualityError: the full validation failed (its summary is the message).
+    """
+    from quality.validate import validate_table
+
+    actions = optimize_and_vacuum(spark, config, retain_hours)
+    validation = validate_table(spark, config, full=True)
+    report = MaintenanceReport(actions=actions, validation=validation)
+    if not validation.success:
+        raise QualityError("\n".join(report.summary_lines()))
+    return report
