@@ -107,7 +107,9 @@ class EmbeddedBroker:
 
     def _log_tail(self, lines: int = 15) -> str:
         log = self.data_dir / "broker.log"
-        return "\n".join(log.read_text(errors="replace").splitlines()[-lines:]) if log.exists() else ""
+        if not log.exists():
+            return ""
+        return "\n".join(log.read_text(errors="replace").splitlines()[-lines:])
 
     def _prepare(self, java: str, classpath: str) -> Path:
         self.data_dir.mkdir(parents=True, exist_ok=True)

@@ -11,7 +11,7 @@ from pyspark.sql.types import StructType
 
 @dataclass(frozen=True)
 class TableRef:
-    """A Delta table: exactly one of ``path`` (a folder or URI) or ``name`` (catalog.schema.table)."""
+    """A Delta table, by ``path`` (a folder or URI) or by ``name`` (catalog.schema.table)."""
 
     path: str | None = None
     name: str | None = None

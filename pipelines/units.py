@@ -1,4 +1,4 @@
-"""Human-friendly units in config and on the command line: durations like ``10s``, ``2m``, ``1h``."""
+"""Human-friendly units in config and on the command line: durations like ``10s`` or ``1h``."""
 
 from __future__ import annotations
 

@@ -1,0 +1,33 @@
+"""A test-only fault hook: crash the process at a named point, as SIGKILL would.
+
+Set ``DELTASINK_FAULT=<point>[@<batch id>][,...]``. Points: ``before_quarantine_commit``,
+``after_quarantine_commit``, ``before_target_commit``, ``after_target_commit`` (after the Delta
+commit, before Spark commits the checkpoint) and ``during_validation``. Unset, it does nothing.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import sys
+
+FAULT_ENV = "DELTASINK_FAULT"
+POINTS = ("before_quarantine_commit", "after_quarantine_commit", "before_target_commit",
+          "after_target_commit", "during_validation")
+
+
+def should_crash(point: str, batch_id: int | None, spec: str | None) -> bool:
+    """Whether ``spec`` asks for a crash at ``point`` (and at ``batch_id``, if it names one)."""
+    for item in (spec or "").split(","):
+        name, _, at = item.strip().partition("@")
+        if name == point and (not at or (batch_id is not None and int(at) == batch_id)):
+            return True
+    return False
+
+
+def maybe_crash(point: str, batch_id: int | None = None) -> None:
+    """Kill this process with SIGKILL if ``DELTASINK_FAULT`` names ``point``."""
+    if should_crash(point, batch_id, os.environ.get(FAULT_ENV)):
+        sys.stderr.write(f"deltasink: injected fault at {point} (batch {batch_id})\n")
+        sys.stderr.flush()
+        os.kill(os.getpid(), signal.SIGKILL)

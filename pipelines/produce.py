@@ -1,0 +1,128 @@
+"""A sample event generator: valid events, producer duplicates and every kind of poison pill."""
+
+from __future__ import annotations
+
+import json
+import random
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
+
+from pipelines.topics import client_config, ensure_topic
+
+#: Poison kinds, each a function of (rng, index) -> (key, value).
+POISON_KINDS: dict[str, Callable[[random.Random, int], tuple[bytes | None, bytes | None]]] = {
+    "invalid_json": lambda r, i: (None, b'{"event_id": "broken-%d", ' % i),
+    "not_an_object": lambda r, i: (None, b'["event_id", 1]'),
+    "missing_key": lambda r, i: (None, b'{"event_type":"x","event_time":"2026-01-01T00:00:00Z"}'),
+    "null_key": lambda r, i: (None, b'{"event_id":null,"event_type":"x",'
+                                    b'"event_time":"2026-01-01T00:00:00Z"}'),
+    "empty_key": lambda r, i: (None, b'{"event_id":"  ","event_type":"x",'
+                                     b'"event_time":"2026-01-01T00:00:00Z"}'),
+    "wrong_type": lambda r, i: (None, b'{"event_id":%d,"event_type":"x",'
+                                      b'"event_time":"2026-01-01T00:00:00Z"}' % i),
+    "bad_timestamp": lambda r, i: (None, b'{"event_id":"bad-ts-%d","event_type":"x",'
+                                         b'"event_time":"yesterday"}' % i),
+    "invalid_utf8": lambda r, i: (None, b'{"event_id":"\xff\xfe-%d"}' % i),
+    "tombstone": lambda r, i: (b"tombstone-%d" % i, None),
+    "oversized": lambda r, i: (None, b'{"event_id":"big-%d","event_type":"x","event_time":'
+                                     b'"2026-01-01T00:00:00Z","payload":{"blob":"%s"}}'
+                                     % (i, b"x" * 1_100_000)),
+}
+
+
+@dataclass(frozen=True)
+class ProduceSummary:
+    """What was sent: the valid event ids (once each), and the extra copies and poison pills."""
+
+    topic: str
+    sent: int
+    event_ids: tuple[str, ...]
+    duplicates: int
+    poison: dict[str, int] = field(default_factory=dict)
+
+    def describe(self) -> str:
+        """One line for the user."""
+        return (f"sent {self.sent} records to {self.topic}: {len(self.event_ids)} events, "
+                f"{self.duplicates} duplicate copies, {sum(self.poison.values())} poison pills")
+
+
+def make_event(event_id: str, when: datetime, rng: random.Random) -> bytes:
+    """One valid ``events_v1`` record value."""
+    return json.dumps({
+        "event_id": event_id, "event_type": rng.choice(["order_placed", "order_paid",
+                                                        "order_shipped"]),
+        "event_time": when.isoformat().replace("+00:00", "Z"),
+        "payload": {"amount": round(rng.uniform(1, 500), 2), "currency": "EUR"},
+    }).encode()
+
+
+def plan_records(count: int, *, duplicate_rate: float, poison_rate: float, seed: int,
+                 id_prefix: str, days: int = 3) -> tuple[list[tuple[bytes | None, bytes | None]],
+                                                         ProduceSummary]:
+    """Build the records to send, deterministically from ``seed`` (pure; no Kafka)."""
+    rng = random.Random(seed)
+    now = datetime.now(UTC)
+    ids = [f"{id_prefix}-{seed}-{i:09d}" for i in range(count)]
+    records: list[tuple[bytes | None, bytes | None]] = [
+        (eid.encode(), make_event(eid, now - timedelta(seconds=rng.uniform(0, days * 86400)),
+                                  rng)) for eid in ids]
+    n_dup = round(count * duplicate_rate)
+    for i in sorted(rng.sample(range(count), n_dup) if count else [], reverse=True):
+        key, value = records[i]
+        later = rng.randint(i + 1, len(records))  # same batch or a later one
+        records.insert(later, (key if rng.random() < 0.7 else None, value))
+    poison: dict[str, int] = {}
+    kinds = list(POISON_KINDS)
+    for j in range(round(count * poison_rate)):
+        kind = kinds[j % len(kinds)]
+        poison[kind] = poison.get(kind, 0) + 1
+        records.insert(rng.randint(0, len(records)), POISON_KINDS[kind](rng, j))
+    summary = ProduceSummary("", len(records), tuple(ids), n_dup, poison)
+    return records, summary
+
+
+def produce_events(bootstrap: str, topic: str, count: int, *, duplicate_rate: float = 0.0,
+                   poison_rate: float = 0.0, seed: int = 0, partitions: int = 3,
+                   id_prefix: str = "evt", progress: Callable[[str], None] | None = None
+                   ) -> ProduceSummary:
+    """Send ``count`` distinct valid events, plus duplicate copies and poison pills.
+
+    Args:
+        bootstrap: Kafka bootstrap servers.
+        topic: created with ``partitions`` partitions if missing.
+        count: distinct valid events.
+        duplicate_rate: extra copies, as a share of ``count`` (0.1 = 10% sent twice).
+        poison_rate: poison pills, as a share of ``count``, cycling through every kind.
+        seed: the same seed produces the same event ids (a replay of the same events).
+        partitions: partitions for a new topic.
+        id_prefix: event ids are ``<prefix>-<seed>-<n>``.
+        progress: receives a line every 100k records.
+
+    Returns:
+        What was sent.
+    """
+    from confluent_kafka import Producer
+
+    ensure_topic(bootstrap, topic, partitions)
+    records, summary = plan_records(count, duplicate_rate=duplicate_rate,
+                                    poison_rate=poison_rate, seed=seed, id_prefix=id_prefix)
+    producer = Producer({**client_config(bootstrap), "enable.idempotence": True,
+                         "linger.ms": 20, "compression.type": "lz4",
+                         "message.max.bytes": 16_000_000, "queue.buffering.max.messages": 500_000})
+    for n, (key, value) in enumerate(records, 1):
+        while True:
+            try:
+                producer.produce(topic, key=key, value=value)
+                break
+            except BufferError:
+                producer.poll(0.1)
+        if n % 100_000 == 0:
+            producer.poll(0)
+            if progress:
+                progress(f"  produced {n}/{len(records)}")
+    remaining = producer.flush(120)
+    if remaining:
+        raise RuntimeError(f"{remaining} records were not delivered to {topic}")
+    return ProduceSummary(topic, summary.sent, summary.event_ids, summary.duplicates,
+                          summary.poison)

@@ -1,0 +1,162 @@
+"""The streaming-query lifecycle: preflight, start, ride out broker outages, then validate."""
+
+from __future__ import annotations
+
+import logging
+import time
+import uuid
+from collections.abc import Callable
+
+from pyspark.errors import StreamingQueryException
+from pyspark.sql import DataFrame, SparkSession
+
+from pipelines import checkpoint, faults, state, topics
+from pipelines.config import PipelineConfig
+from pipelines.errors import BrokerError, DeltasinkError, QualityError, SourceError
+from pipelines.sink.batch import BatchSink
+from pipelines.sink.metrics import BatchMetrics, RunResult
+from pipelines.sink.tables import ensure_sink_tables
+from pipelines.source import read_stream, starting_offsets
+from pipelines.units import parse_duration
+from schemas import get_schema
+
+log = logging.getLogger("deltasink")
+Progress = Callable[[str], None]
+
+#: Failures of a Kafka client that mean "the broker is not answering": retry within the timeout.
+_TRANSIENT = ("TimeoutException", "Timed out waiting", "DisconnectException",
+              "NetworkException", "Connection refused", "BrokerNotAvailable")
+
+
+def run_pipeline(spark: SparkSession, config: PipelineConfig, *, trigger: str = "available-now",
+                 interval: str = "10s", validate: bool = True,
+                 progress: Progress | None = None) -> RunResult:
+    """Stream Kafka into the Delta target until caught up (or forever), then validate.
+
+    Args:
+        spark: the session.
+        config: the pipeline config.
+        trigger: ``available-now`` (process what exists, then stop) or ``continuous``
+            (a micro-batch every ``interval`` until interrupted).
+        interval: the micro-batch interval in continuous mode, e.g. ``10s``.
+        validate: run the quality suites after the run.
+        progress: receives one line per batch and a summary (default: the logger).
+
+    Returns:
+        The run's batches and totals.
+
+    Raises:
+        DeltasinkError: a subclass naming what went wrong; nothing partial is left behind.
+    """
+    say = progress or log.info
+    schema = get_schema(config.schema_name)
+    run_id = uuid.uuid4().hex[:12]
+    partitions = topics.wait_for_source(config.source, config.source.broker_timeout)
+    ensure_sink_tables(spark, config, schema)
+    batches: list[BatchMetrics] = []
+
+    def on_batch(metrics: BatchMetrics) -> None:
+        batches.append(metrics)
+        say(metrics.progress_line())
+
+    say(f"run {run_id}: {config.describe}")
+    with checkpoint.exclusive(config.checkpoint, config.name):
+        checkpoint.latest_offsets(config.checkpoint)  # fail fast on a damaged checkpoint
+        _stream(spark, config, run_id, trigger, interval, partitions, on_batch, say)
+    result = RunResult(config.name, run_id, tuple(batches))
+    say(f"run {run_id} done: {len(batches)} batches, in={result.records_in} "
+        f"inserted={result.inserted} quarantined={result.quarantined}")
+    if validate and config.quality.enabled:
+        validate_run(spark, config, result, say)
+    return result
+
+
+def _stream(spark: SparkSession, config: PipelineConfig, run_id: str, trigger: str,
+            interval: str, partitions: dict[str, list[int]],
+            on_batch: Callable[[BatchMetrics], None], say: Progress) -> None:
+    outage_since: float | None = None
+    failures: list[DeltasinkError] = []
+    while True:
+        recorded = state.recorded_offsets(spark, config.target.ref, config.name)
+        start = config.source.starting_offsets
+        if not checkpoint.has_state(config.checkpoint):
+            start = starting_offsets(recorded, partitions, start)
+            if recorded:
+                say("no checkpoint state: resuming from the offsets recorded in the target table")
+        sink = BatchSink(config, get_schema(config.schema_name), run_id,
+                         lambda s: checkpoint.query_id(s, config.checkpoint),
+                         offsets={t: dict(ps) for t, ps in (recorded or {}).items()},
+                         on_batch=on_batch)
+
+        def guarded(batch: DataFrame, batch_id: int, sink: BatchSink = sink) -> None:
+            try:
+                sink(batch, batch_id)
+            except DeltasinkError as exc:
+                failures.append(exc)  # keep the typed error; Spark only passes on its text
+                raise
+
+        writer = (read_stream(spark, config, start).writeStream
+                  .queryName(f"deltasink-{config.name}-{run_id}")
+                  .foreachBatch(guarded).option("checkpointLocation", config.checkpoint))
+        if trigger == "available-now":
+            writer = writer.trigger(availableNow=True)
+        else:
+            writer = writer.trigger(processingTime=f"{parse_duration(interval)} seconds")
+        query = writer.start()
+        try:
+            query.awaitTermination()
+            return
+        except StreamingQueryException as exc:
+            if failures:
+                raise failures[-1] from None
+            text = str(exc)
+            if not any(marker in text for marker in _TRANSIENT):
+                raise explain(exc) from None
+            now = time.monotonic()
+            outage_since = outage_since or now
+            waited = now - outage_since
+            if waited >= config.source.broker_timeout:
+                raise BrokerError(
+                    f"Kafka at {config.source.bootstrap_servers} was unavailable for "
+                    f"{waited:.0f}s (source.broker_timeout={config.source.broker_timeout:.0f}s). "
+                    "Everything committed so far is consistent; run again when the broker is "
+                    "back and it continues where it stopped.") from None
+            say(f"Kafka unavailable ({waited:.0f}s so far); retrying within "
+                f"{config.source.broker_timeout:.0f}s")
+            time.sleep(min(5.0, config.source.broker_timeout))
+        except KeyboardInterrupt:
+            say("interrupted: stopping after the current batch")
+            query.stop()
+            return
+
+
+def explain(exc: StreamingQueryException) -> DeltasinkError:
+    """Turn a streaming failure into an actionable deltasink error."""
+    text = str(exc)
+    first = next((ln for ln in text.splitlines() if ln.strip()), text)[:500]
+    if "data may have been lost" in text or "OFFSET_OUT_OF_RANGE" in text.upper():
+        return SourceError(
+            "Kafka no longer has offsets this pipeline has not read yet (retention deleted "
+            "them). Records were lost upstream. To skip ahead and continue, set "
+            f"source.fail_on_data_loss: false. Detail: {first}")
+    return DeltasinkError(f"the streaming query failed: {first}")
+
+
+def validate_run(spark: SparkSession, config: PipelineConfig, result: RunResult,
+                 say: Progress) -> None:
+    """Record the run's metrics and validate the partitions it touched.
+
+    Raises:
+        QualityError: an expectation failed (each failure is printed first).
+    """
+    from quality.results import write_run_metrics
+    from quality.validate import validate_table
+
+    write_run_metrics(spark, config, result.batches)
+    faults.maybe_crash("during_validation")
+    report = validate_table(spark, config, run=result)
+    for line in report.summary_lines():
+        say(line)
+    if not report.success:
+        raise QualityError(f"validation failed for run {result.run_id}; see the failing "
+                           "expectations above")

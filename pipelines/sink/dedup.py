@@ -1,0 +1,27 @@
+"""Deterministic in-batch deduplication on the event key."""
+
+from __future__ import annotations
+
+from pyspark.sql import DataFrame, Window
+from pyspark.sql import functions as F
+
+#: The first record wins: earliest Kafka timestamp, then topic, partition and offset. The order
+#: is total, so a replayed batch keeps exactly the same rows.
+FIRST_BY = ("kafka_timestamp", "kafka_topic", "kafka_partition", "kafka_offset")
+
+
+def dedup_on_key(events: DataFrame, key: str, order_by: tuple[str, ...] = FIRST_BY) -> DataFrame:
+    """Keep one row per ``key``: the first by ``order_by``.
+
+    Args:
+        events: parsed, valid event rows.
+        key: the dedup key column (e.g. ``event_id``).
+        order_by: the columns that pick the survivor, ascending.
+
+    Returns:
+        ``events`` with at most one row per key, same columns.
+    """
+    window = Window.partitionBy(key).orderBy(*[F.col(c).asc_nulls_last() for c in order_by])
+    return (events.withColumn("_rank", F.row_number().over(window))
+            .where(F.col("_rank") == 1)
+            .drop("_rank"))

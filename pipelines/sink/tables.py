@@ -1,0 +1,78 @@
+"""Create the target and quarantine tables, or check that existing ones fit the schema."""
+
+from __future__ import annotations
+
+from pyspark.sql import SparkSession
+from pyspark.sql.types import (
+    BinaryType,
+    LongType,
+    StringType,
+    StructField,
+    StructType,
+    TimestampType,
+)
+
+from pipelines.config import PipelineConfig
+from pipelines.errors import SchemaError
+from pipelines.tables import TableRef
+from schemas.base import EventSchema
+
+QUARANTINE_SCHEMA = StructType([
+    StructField("kafka_topic", StringType(), False),
+    StructField("kafka_partition", LongType(), False),
+    StructField("kafka_offset", LongType(), False),
+    StructField("kafka_timestamp", TimestampType(), True),
+    StructField("kafka_key", BinaryType(), True),
+    StructField("raw_value", BinaryType(), True),
+    StructField("reason", StringType(), False),
+    StructField("pipeline", StringType(), False),
+    StructField("batch_id", LongType(), False),
+    StructField("quarantined_at", TimestampType(), False),
+])
+
+
+def check_compatible(spark: SparkSession, ref: TableRef, expected: StructType) -> None:
+    """Fail if an existing table lacks a column, or has it with another type.
+
+    Raises:
+        SchemaError: naming each mismatched column.
+    """
+    actual = {f.name: f.dataType for f in ref.read(spark).schema.fields}
+    problems = []
+    for f in expected.fields:
+        if f.name not in actual:
+            problems.append(f"missing column '{f.name}' ({f.dataType.simpleString()})")
+        elif actual[f.name] != f.dataType:
+            problems.append(f"column '{f.name}' is {actual[f.name].simpleString()}, "
+                            f"expected {f.dataType.simpleString()}")
+    if problems:
+        raise SchemaError(
+            f"existing table {ref.describe()} does not fit this pipeline's schema: "
+            + "; ".join(problems)
+            + ". Point target at a new location, or migrate the table first.")
+
+
+def ensure_sink_tables(spark: SparkSession, config: PipelineConfig, schema: EventSchema) -> None:
+    """Create the target and quarantine tables if missing; check them if present.
+
+    Raises:
+        SchemaError: the dedup key or partition columns are not in the schema, or an existing
+            table's columns do not match.
+    """
+    target_schema = schema.target_schema()
+    columns = set(target_schema.fieldNames())
+    key = config.target.dedup_key
+    if key not in columns:
+        raise SchemaError(f"target.dedup_key '{key}' is not a column of schema {schema.name}")
+    unknown = [p for p in config.target.partition_by if p not in columns]
+    if unknown:
+        raise SchemaError(f"target.partition_by {unknown} are not columns of schema "
+                          f"{schema.name}; columns are {sorted(columns)}")
+    for ref, expected, parts in (
+        (config.target.ref, target_schema, config.target.partition_by),
+        (config.target.quarantine_ref, QUARANTINE_SCHEMA, ()),
+    ):
+        if ref.exists(spark):
+            check_compatible(spark, ref, expected)
+        else:
+            ref.create_if_missing(spark, expected, tuple(parts))

@@ -1,0 +1,59 @@
+"""The Kafka source: Spark's own ``kafka`` format, started where the table says input stopped."""
+
+from __future__ import annotations
+
+import json
+
+from pyspark.sql import DataFrame, SparkSession
+
+from pipelines.config import PipelineConfig
+
+#: Fail a stuck metadata or fetch call in bounded time, so the run can retry the query.
+_DEFAULT_KAFKA_OPTIONS = {"default.api.timeout.ms": "30000", "request.timeout.ms": "20000"}
+
+
+def starting_offsets(recorded: dict[str, dict[int, int]] | None,
+                     partitions: dict[str, list[int]], default: str) -> str:
+    """The ``startingOffsets`` option for a query that has no checkpoint state.
+
+    Args:
+        recorded: the next offsets recorded in the target table, or None for a new table.
+        partitions: every subscribed topic's partitions now.
+        default: ``earliest`` or ``latest``, used only when nothing is recorded.
+
+    Returns:
+        ``default``, or a JSON map of offsets: recorded ones where known, and ``-2`` (earliest)
+        for partitions and topics that appeared since.
+    """
+    if not recorded:
+        return default
+    spec = {t: {str(p): recorded.get(t, {}).get(p, -2) for p in ps}
+            for t, ps in sorted(partitions.items()) if ps}
+    return json.dumps(spec)
+
+
+def read_stream(spark: SparkSession, config: PipelineConfig, start: str) -> DataFrame:
+    """The streaming DataFrame of Kafka records.
+
+    Args:
+        spark: the session.
+        config: the pipeline config.
+        start: the ``startingOffsets`` value (ignored by Spark once the checkpoint has state).
+
+    Returns:
+        Rows of ``key, value, topic, partition, offset, timestamp, timestampType``.
+    """
+    src = config.source
+    reader = (spark.readStream.format("kafka")
+              .option("kafka.bootstrap.servers", src.bootstrap_servers)
+              .option("startingOffsets", start)
+              .option("maxOffsetsPerTrigger", src.max_records_per_batch)
+              .option("kafka.isolation.level", src.isolation_level)
+              .option("failOnDataLoss", str(src.fail_on_data_loss).lower()))
+    if src.topic_pattern:
+        reader = reader.option("subscribePattern", src.topic_pattern)
+    else:
+        reader = reader.option("subscribe", ",".join(src.topics))
+    for key, value in {**_DEFAULT_KAFKA_OPTIONS, **src.kafka_options()}.items():
+        reader = reader.option(f"kafka.{key}", value)
+    return reader.load()

@@ -1,0 +1,97 @@
+"""Kafka admin calls the pipeline needs before it starts: reachability, topics, partitions."""
+
+from __future__ import annotations
+
+import re
+import time
+from collections.abc import Mapping
+
+from pipelines.config import SourceConfig
+from pipelines.errors import BrokerError, SourceError
+
+_QUIET = {"log_level": 0, "logger": None}
+
+
+def client_config(bootstrap: str, options: Mapping[str, str] | None = None) -> dict[str, object]:
+    """A confluent-kafka config: bootstrap servers plus the pipeline's extra options."""
+    conf: dict[str, object] = {"bootstrap.servers": bootstrap, "log_level": 0}
+    conf.update(options or {})
+    return conf
+
+
+def list_partitions(source: SourceConfig, timeout: float = 10.0) -> dict[str, list[int]]:
+    """The partitions of every subscribed topic (topics list, or topics matching the pattern).
+
+    Raises:
+        BrokerError: the broker did not answer within ``timeout`` seconds.
+    """
+    from confluent_kafka import KafkaException
+    from confluent_kafka.admin import AdminClient
+
+    admin = AdminClient(client_config(source.bootstrap_servers, source.kafka_options()))
+    try:
+        metadata = admin.list_topics(timeout=timeout)
+    except KafkaException as exc:
+        raise BrokerError(f"Kafka at {source.bootstrap_servers} did not answer within "
+                          f"{timeout:.0f}s ({exc.args[0].str() if exc.args else exc}). Is the "
+                          "broker running and reachable? (`deltasink broker start` for the "
+                          "embedded one)") from None
+    names = list(metadata.topics)
+    if source.topic_pattern:
+        pattern = re.compile(source.topic_pattern)
+        names = [n for n in names if pattern.fullmatch(n)]
+    else:
+        names = [n for n in names if n in source.topics]
+    return {n: sorted(metadata.topics[n].partitions) for n in names}
+
+
+def wait_for_source(source: SourceConfig, timeout: float) -> dict[str, list[int]]:
+    """Wait (up to ``timeout`` seconds) for the broker, then check that the topics exist.
+
+    Returns:
+        The partitions per topic.
+
+    Raises:
+        BrokerError: the broker stayed unreachable.
+        SourceError: a listed topic does not exist.
+    """
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            found = list_partitions(source, timeout=min(10.0, max(1.0, timeout)))
+            break
+        except BrokerError as exc:
+            if time.monotonic() >= deadline:
+                raise BrokerError(f"{exc} Gave up after source.broker_timeout="
+                                  f"{timeout:.0f}s; nothing was written.") from None
+            time.sleep(2.0)
+    missing = [t for t in source.topics if t not in found]
+    if missing:
+        raise SourceError(f"topic(s) {', '.join(missing)} do not exist on "
+                          f"{source.bootstrap_servers}; create them or fix source.topics.")
+    return found
+
+
+def ensure_topic(bootstrap: str, topic: str, partitions: int = 3,
+                 options: Mapping[str, str] | None = None) -> None:
+    """Create ``topic`` with ``partitions`` partitions unless it exists."""
+    from confluent_kafka.admin import AdminClient, NewTopic
+
+    admin = AdminClient(client_config(bootstrap, options))
+    if topic in admin.list_topics(timeout=10).topics:
+        return
+    for future in admin.create_topics([NewTopic(topic, partitions, 1)]).values():
+        try:
+            future.result()
+        except Exception as exc:
+            if "TOPIC_ALREADY_EXISTS" not in str(exc):
+                raise
+
+
+def add_partitions(bootstrap: str, topic: str, total: int) -> None:
+    """Grow ``topic`` to ``total`` partitions."""
+    from confluent_kafka.admin import AdminClient, NewPartitions
+
+    admin = AdminClient(client_config(bootstrap))
+    for future in admin.create_partitions([NewPartitions(topic, total)]).values():
+        future.result()
