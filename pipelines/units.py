@@ -21,11 +21,11 @@ def parse_duration(value: object) -> float:
         ValueError: if the value is not a duration.
     """
     if isinstance(value, bool):
-        raise ValueError(f"not a duration: {value!r}")
+        raise ValueError("not a duration (use e.g. 500ms, 10s, 2m, 1h)")
     if isinstance(value, int | float):
         return float(value)
     match = _DURATION.match(str(value))
     if not match:
-        raise ValueError(f"not a duration: {value!r} (use e.g. 500ms, 10s, 2m, 1h)")
+        raise ValueError("not a duration (use e.g. 500ms, 10s, 2m, 1h)")
     number, unit = match.groups()
     return float(number) * _FACTORS[unit or "s"]

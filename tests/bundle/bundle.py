@@ -27,7 +27,7 @@ REQUIRED_VARS = {"kafka_bootstrap_servers": "broker-1.example.com:9092",
                  "service_principal": "11111111-2222-3333-4444-555555555555"}
 
 
-class MissingVariables(Exception):  # noqa: N818 - mirrors the CLI's "no value assigned"
+class MissingVariables(Exception):
     """Variables with no value from ``--var``, the target or a default."""
 
 

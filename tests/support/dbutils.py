@@ -22,7 +22,7 @@ CELL_SEPARATOR = "# COMMAND ----------"
 _WIDGET_TEXT = re.compile(r"""dbutils\.widgets\.text\(\s*["']([^"']+)["']""")
 
 
-class InputWidgetNotDefined(Exception):  # noqa: N818 - the name Databricks uses
+class InputWidgetNotDefined(Exception):
     """``dbutils.widgets.get`` of a widget that was never declared nor passed."""
 
 
@@ -34,7 +34,7 @@ class Widgets:
         self.declared: dict[str, str] = {}
         self.labels: dict[str, str] = {}
 
-    def text(self, name: str, defaultValue: str = "", label: str | None = None) -> None:  # noqa: N803
+    def text(self, name: str, defaultValue: str = "", label: str | None = None) -> None:
         self.declared[name] = defaultValue
         self.labels[name] = label or name
 
@@ -75,7 +75,7 @@ class TaskValues:
 class Jobs:
     """``dbutils.jobs``."""
 
-    taskValues: TaskValues = field(default_factory=TaskValues)  # noqa: N815
+    taskValues: TaskValues = field(default_factory=TaskValues)
 
 
 @dataclass

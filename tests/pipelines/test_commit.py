@@ -1,0 +1,76 @@
+"""Commit bookkeeping, conflict retry and the fault hook (pure logic, thin fakes only)."""
+
+from __future__ import annotations
+
+import pytest
+
+from pipelines.errors import CommitError
+from pipelines.faults import should_crash
+from pipelines.sink.commit import (
+    app_id_for,
+    commit_metadata,
+    is_conflict,
+    parse_commit_metadata,
+    with_conflict_retry,
+)
+
+
+def test_commit_metadata_round_trips_offsets() -> None:
+    text = commit_metadata("p", app_id_for("p", "q-1"), 4, "r1", {"orders": {1: 10, 0: 7}})
+    body = parse_commit_metadata(text)
+    assert body == {"pipeline": "p", "app_id": "deltasink:p:q-1", "batch_id": 4, "run_id": "r1",
+                    "offsets": {"orders": {"0": 7, "1": 10}}}
+    assert parse_commit_metadata('{"other": 1}') is None
+    assert parse_commit_metadata("not json") is None
+    assert parse_commit_metadata(None) is None
+
+
+def test_app_id_changes_with_the_query_id() -> None:
+    assert app_id_for("p", "q-1") != app_id_for("p", "q-2")
+
+
+class ConcurrentAppendException(Exception):
+    """Stands in for Delta's exception (only its name matters to the classifier)."""
+
+
+def test_conflicts_are_retried_then_succeed() -> None:
+    calls: list[int] = []
+
+    def action() -> str:
+        calls.append(1)
+        if len(calls) < 3:
+            raise ConcurrentAppendException("Files were added to partition [event_date=...]")
+        return "done"
+
+    sleeps: list[float] = []
+    assert with_conflict_retry(action, retries=5, what="m", sleep=sleeps.append) == "done"
+    assert len(calls) == 3 and len(sleeps) == 2
+
+
+def test_retries_run_out_with_a_clear_error() -> None:
+    def action() -> None:
+        raise ConcurrentAppendException("conflict")
+
+    with pytest.raises(CommitError, match="still conflicting .* after 2 retries"):
+        with_conflict_retry(action, retries=2, what="MERGE into t", sleep=lambda _s: None)
+
+
+def test_other_errors_are_not_retried() -> None:
+    calls: list[int] = []
+
+    def action() -> None:
+        calls.append(1)
+        raise ValueError("boom")
+
+    with pytest.raises(ValueError):
+        with_conflict_retry(action, retries=5, what="m", sleep=lambda _s: None)
+    assert len(calls) == 1
+    assert is_conflict(RuntimeError("[DELTA_CONCURRENT_APPEND] ..."))
+    assert not is_conflict(RuntimeError("disk full"))
+
+
+def test_fault_spec_matches_points_and_batches() -> None:
+    assert should_crash("after_target_commit", 0, "after_target_commit")
+    assert should_crash("after_target_commit", 2, "before_target_commit,after_target_commit@2")
+    assert not should_crash("after_target_commit", 1, "after_target_commit@2")
+    assert not should_crash("after_target_commit", 1, None)

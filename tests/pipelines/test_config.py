@@ -1,0 +1,98 @@
+"""Config loading: strict keys, env overrides for secrets, relative paths, no secret leaks."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import yaml
+
+from pipelines.cli import main
+from pipelines.config_loader import load_config
+from pipelines.errors import ConfigError
+
+BASE = {"name": "orders_bronze",
+        "source": {"bootstrap_servers": "127.0.0.1:9092", "topics": ["orders"]},
+        "target": {"path": "./lake/orders"}, "checkpoint": "./lake/_checkpoints/orders"}
+
+
+def write(tmp_path: Path, data: dict[str, object]) -> Path:
+    path = tmp_path / "pipeline.yml"
+    path.write_text(yaml.safe_dump(data))
+    return path
+
+
+def test_defaults_and_relative_paths_resolve_against_the_config_file(tmp_path: Path) -> None:
+    cfg = load_config(write(tmp_path, BASE), environ={})
+    assert cfg.target.path == str(tmp_path / "lake" / "orders")
+    assert cfg.checkpoint == str(tmp_path / "lake" / "_checkpoints" / "orders")
+    assert cfg.target.quarantine_ref.path == str(tmp_path / "lake" / "orders_quarantine")
+    assert cfg.source.isolation_level == "read_committed"
+    assert cfg.source.starting_offsets == "earliest"
+    assert cfg.target.partition_by == ("event_date",)
+    assert cfg.quality.max_quarantine_ratio == 0.01
+    assert cfg.quality.max_future_skew == 3600.0
+
+
+def test_unknown_key_is_named_with_the_file(tmp_path: Path) -> None:
+    path = write(tmp_path, {**BASE, "source": {**BASE["source"], "topicz": ["x"]}})  # type: ignore[dict-item]
+    with pytest.raises(ConfigError) as err:
+        load_config(path, environ={})
+    assert "unknown key 'source.topicz'" in str(err.value)
+    assert str(path) in str(err.value)
+
+
+@pytest.mark.parametrize(("patch", "message"), [
+    ({"source": {"bootstrap_servers": "x"}}, "set exactly one of source.topics or source.topic_pattern"),
+    ({"source": {"topics": ["a"], "max_records_per_batch": 0}}, "source.max_records_per_batch"),
+    ({"source": {"topics": ["a"], "starting_offsets": "middle"}}, "source.starting_offsets"),
+    ({"name": "bad name!"}, "name"),
+    ({"checkpoint": None}, "checkpoint"),
+])
+def test_bad_values_fail_clearly(tmp_path: Path, patch: dict[str, object], message: str) -> None:
+    with pytest.raises(ConfigError, match="invalid config") as err:
+        load_config(write(tmp_path, {**BASE, **patch}), environ={})
+    assert message in str(err.value)
+
+
+def test_missing_file_and_non_mapping(tmp_path: Path) -> None:
+    with pytest.raises(ConfigError, match="config file not found"):
+        load_config(tmp_path / "nope.yml")
+    (tmp_path / "list.yml").write_text("- a\n- b\n")
+    with pytest.raises(ConfigError, match="expected a mapping"):
+        load_config(tmp_path / "list.yml")
+
+
+def test_env_overrides_secrets_and_never_shows_them(tmp_path: Path) -> None:
+    env = {"DELTASINK_SOURCE__OPTIONS__SASL_JAAS_CONFIG": "s3cr3t-jaas",
+           "DELTASINK_SOURCE__MAX_RECORDS_PER_BATCH": "500", "UNRELATED": "x"}
+    cfg = load_config(write(tmp_path, BASE), environ=env)
+    assert cfg.source.kafka_options() == {"sasl.jaas.config": "s3cr3t-jaas"}
+    assert cfg.source.max_records_per_batch == 500
+    assert "s3cr3t" not in repr(cfg) and "s3cr3t" not in cfg.describe
+
+
+def test_invalid_secret_value_is_not_echoed(tmp_path: Path) -> None:
+    env = {"DELTASINK_SOURCE__BROKER_TIMEOUT": "hunter2-password"}
+    with pytest.raises(ConfigError) as err:
+        load_config(write(tmp_path, BASE), environ=env)
+    assert "source.broker_timeout" in str(err.value)
+    assert "hunter2" not in str(err.value)
+
+
+def test_cli_reports_bad_config_with_exit_code_2(tmp_path: Path,
+                                                  capsys: pytest.CaptureFixture[str]) -> None:
+    path = write(tmp_path, {**BASE, "tagret": {}})
+    assert main(["run", "--config", str(path)]) == 2
+    err = capsys.readouterr().err
+    assert "unknown key 'tagret'" in err and str(path) in err
+    assert "Traceback" not in err
+
+
+def test_help_lists_every_command(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as done:
+        main(["--help"])
+    assert done.value.code == 0
+    out = capsys.readouterr().out
+    for command in ("setup", "broker", "produce", "run", "status", "validate", "report"):
+        assert command in out
