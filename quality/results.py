@@ -99,7 +99,8 @@ def insert_new(
     ref.create_if_missing(spark, schema)
     if not rows:
         return
-    source = spark.createDataFrame(rows, schema).dropDuplicates(list(key))
+    unique = list({tuple(row[k] for k in key): row for row in rows}.values())
+    source = spark.createDataFrame(unique, schema)
     condition = " AND ".join(f"t.`{k}` <=> s.`{k}`" for k in key)
 
     def merge() -> None:

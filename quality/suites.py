@@ -27,6 +27,7 @@ from great_expectations.expectations.core.expect_column_values_to_not_be_null im
 from great_expectations.expectations.core.expect_compound_columns_to_be_unique import (
     ExpectCompoundColumnsToBeUnique,
 )
+from great_expectations.expectations.expectation import Expectation
 
 from pipelines.config import PipelineConfig
 from pipelines.sink.metrics import RunResult
@@ -62,16 +63,15 @@ def target_suite(
     now = now or datetime.now(UTC)
     key = config.target.dedup_key
     latest_allowed = now + timedelta(seconds=config.quality.max_future_skew)
-    suite = gx.ExpectationSuite(name=suite_name(config))
-    for column in schema.target_schema().fieldNames():
-        suite.add_expectation(ExpectColumnToExist(column=column))
-    suite.add_expectation(ExpectColumnValuesToBeUnique(column=key))
+    expectations: list[Expectation] = [
+        ExpectColumnToExist(column=column) for column in schema.target_schema().fieldNames()
+    ]
+    expectations.append(ExpectColumnValuesToBeUnique(column=key))
     if DATE_COLUMN in config.target.partition_by and key != DATE_COLUMN:
-        suite.add_expectation(ExpectCompoundColumnsToBeUnique(column_list=[key, DATE_COLUMN]))
+        expectations.append(ExpectCompoundColumnsToBeUnique(column_list=[key, DATE_COLUMN]))
     not_null = [key, *(f.name for f in schema.fields if f.required and f.name != key)]
-    for column in not_null:
-        suite.add_expectation(ExpectColumnValuesToNotBeNull(column=column))
-    suite.add_expectation(
+    expectations.extend(ExpectColumnValuesToNotBeNull(column=column) for column in not_null)
+    expectations.append(
         ExpectColumnValuesToBeBetween(
             column=schema.time_field,
             max_value=latest_allowed.replace(tzinfo=None),
@@ -79,7 +79,8 @@ def target_suite(
                            f"{config.quality.max_future_skew:g}s (UTC)"},
         )
     )
-    return suite
+    # Built unbound (no context yet); gx_runner adds it to an ephemeral context.
+    return gx.ExpectationSuite(name=suite_name(config), expectations=expectations)
 
 
 def quarantine_outcome(records_in: int, quarantined: int, max_ratio: float) -> ExpectationOutcome:
