@@ -1,0 +1,99 @@
+"""The quality bookkeeping tables: one run's rows per run, and nothing more on a replay."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+
+from pyspark.sql import SparkSession
+
+from pipelines.config import PipelineConfig
+from quality.model import ExpectationOutcome, ValidationReport
+from quality.results import (
+    read_run_metrics,
+    read_validation_results,
+    write_run_metrics,
+    write_validation_results,
+)
+from tests.quality.conftest import batch
+
+
+def report(run_id: str, success: bool = True) -> ValidationReport:
+    outcomes = [
+        ExpectationOutcome("expect_column_values_to_be_unique", "event_id", success,
+                           "0 unexpected of 10 rows", 0 if success else 2,
+                           [] if success else ["k"]),
+        ExpectationOutcome("expect_column_values_to_not_be_null", "event_id", True, "ok"),
+        ExpectationOutcome("expect_compound_columns_to_be_unique", "event_id,event_date", True,
+                           "ok"),
+        ExpectationOutcome("expect_quarantine_ratio_below_threshold", None, True, "0/10"),
+    ]
+    return ValidationReport(run_id=run_id, pipeline="orders_bronze", table_version=3,
+                            success=success, results=outcomes, validated_at=datetime.now(UTC))
+
+
+def count(spark: SparkSession, config: PipelineConfig, table: str) -> int:
+    ref = config.quality.results_ref if table == "results" else config.quality.metrics_ref
+    return int(ref.read(spark).count())
+
+
+def test_results_grow_by_one_run_per_run_and_rerecording_adds_nothing(
+    spark: SparkSession, config: PipelineConfig
+) -> None:
+    first = report("run-1", success=False)
+
+    write_validation_results(spark, config, first)
+    assert count(spark, config, "results") == 4
+    write_validation_results(spark, config, first)  # re-recorded (e.g. a retried validation)
+    assert count(spark, config, "results") == 4
+    write_validation_results(spark, config, report("run-2"))
+    assert count(spark, config, "results") == 8
+
+    rows = read_validation_results(spark, config)
+    unique = [r for r in rows if r["run_id"] == "run-1"
+              and r["expectation"] == "expect_column_values_to_be_unique"]
+    assert len(unique) == 1
+    assert (unique[0]["success"], unique[0]["unexpected_count"], unique[0]["sample_keys"],
+            unique[0]["table_version"], unique[0]["column"]) == (False, 2, "k", 3, "event_id")
+    table_level = [r for r in rows if r["column"] is None]
+    assert len(table_level) == 2  # one per run: the null column still keys the row
+
+
+def test_metrics_one_row_per_batch_and_replays_add_nothing(
+    spark: SparkSession, config: PipelineConfig
+) -> None:
+    run1 = [batch("run-1", 0), batch("run-1", 1)]
+    write_run_metrics(spark, config, run1)
+    assert count(spark, config, "metrics") == 2
+
+    write_run_metrics(spark, config, run1)  # the same batches recorded again
+    # batch 1 replayed by the next run (already committed), then a new batch 2
+    replay = batch("run-2", 1, records_in=999, replayed=True)
+    write_run_metrics(spark, config, [replay, batch("run-2", 2)])
+    assert count(spark, config, "metrics") == 3
+
+    rows = read_run_metrics(spark, config)
+    assert [(r["run_id"], r["batch_id"]) for r in rows] == [
+        ("run-1", 0), ("run-1", 1), ("run-2", 2)]
+    assert all(r["records_in"] == 100 and not r["replayed"] for r in rows)
+    assert rows[0]["event_dates"] == "" and "merge=1.100" in rows[0]["stage_seconds"]
+
+
+def test_same_batch_id_of_another_query_is_a_new_row(
+    spark: SparkSession, config: PipelineConfig
+) -> None:
+    write_run_metrics(spark, config, [batch("run-1", 0, query_id="q-1")])
+    write_run_metrics(spark, config, [batch("run-9", 0, query_id="q-2")])  # new checkpoint
+
+    assert count(spark, config, "metrics") == 2
+
+
+def test_missing_tables_read_as_empty_and_empty_writes_create_them(
+    spark: SparkSession, config: PipelineConfig
+) -> None:
+    assert read_run_metrics(spark, config) == []
+    assert read_validation_results(spark, config) == []
+
+    write_run_metrics(spark, config, [batch("run-1", 0, replayed=True)])
+
+    assert config.quality.metrics_ref.exists(spark)
+    assert count(spark, config, "metrics") == 0
