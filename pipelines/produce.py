@@ -60,9 +60,14 @@ def make_event(event_id: str, when: datetime, rng: random.Random) -> bytes:
 def plan_records(count: int, *, duplicate_rate: float, poison_rate: float, seed: int,
                  id_prefix: str, days: int = 3) -> tuple[list[tuple[bytes | None, bytes | None]],
                                                          ProduceSummary]:
-    """Build the records to send, deterministically from ``seed`` (pure; no Kafka)."""
+    """Build the records to send, deterministically from ``seed`` (pure; no Kafka).
+
+    Event times fall in the ``days`` before today's UTC midnight, so producing the same seed
+    again the same day re-sends identical events (same id, same event_time), as a producer
+    retry or an upstream replay would.
+    """
     rng = random.Random(seed)
-    now = datetime.now(UTC)
+    now = datetime.now(UTC).replace(hour=0, minute=0, second=0, microsecond=0)
     ids = [f"{id_prefix}-{seed}-{i:09d}" for i in range(count)]
     records: list[tuple[bytes | None, bytes | None]] = [
         (eid.encode(), make_event(eid, now - timedelta(seconds=rng.uniform(0, days * 86400)),
