@@ -32,7 +32,7 @@ class RunTotals:
     @property
     def label(self) -> str:
         """The x-axis label: start time and a short run id."""
-        return f"{self.started_at:%Y-%m-%d %H:%M:%S} · {self.run_id[:12]}"
+        return f"{self.started_at:%Y-%m-%d %H:%M}<br>{self.run_id[-12:]}"
 
 
 @dataclass(frozen=True)
@@ -48,34 +48,41 @@ class VerdictTotals:
     @property
     def label(self) -> str:
         """The x-axis label: validation time and a short run id."""
-        return f"{self.validated_at:%Y-%m-%d %H:%M:%S} · {self.run_id[:12]}"
+        return f"{self.validated_at:%Y-%m-%d %H:%M}<br>{self.run_id[-12:]}"
 
 
 def _layout(fig: go.Figure, title: str, y_title: str) -> go.Figure:
     fig.update_layout(
-        title={"text": title}, barmode="stack", height=380, template="plotly_white",
-        margin={"l": 60, "r": 20, "t": 60, "b": 90}, yaxis_title=y_title,
-        legend={"orientation": "h", "y": -0.35},
+        title={"text": title, "x": 0.01}, barmode="stack", height=340, template="plotly_white",
+        margin={"l": 60, "r": 20, "t": 70, "b": 60}, yaxis_title=y_title,
+        legend={"orientation": "h", "x": 1, "xanchor": "right", "y": 1.02, "yanchor": "bottom"},
     )
-    fig.update_xaxes(type="category", tickangle=-20)
+    fig.update_xaxes(type="category", tickangle=0)
     return fig
 
 
 def records_figure(runs: Sequence[RunTotals]) -> go.Figure:
-    """Per run: inserted, duplicates dropped (in batch, by merge) and quarantined, stacked,
-    with the records read as a line on top (the stack adds up to it)."""
+    """Per run: records read (line) and rows inserted into the target (bars)."""
     x = [r.label for r in runs]
     fig = go.Figure()
     fig.add_bar(name="inserted", x=x, y=[r.inserted for r in runs], marker_color="#1565c0")
+    fig.add_scatter(name="records in", x=x, y=[r.records_in for r in runs],
+                    mode="lines+markers", line={"color": "#212121"})
+    return _layout(fig, "Records in and inserted per run", "records")
+
+
+def dropped_figure(runs: Sequence[RunTotals]) -> go.Figure:
+    """Per run: records not inserted, stacked by reason (duplicates in batch, duplicates
+    already in the target, quarantined). On its own scale: these are usually small."""
+    x = [r.label for r in runs]
+    fig = go.Figure()
     fig.add_bar(name="duplicates dropped in batch", x=x,
                 y=[r.duplicates_in_batch for r in runs], marker_color="#90caf9")
     fig.add_bar(name="duplicates dropped by merge", x=x,
                 y=[r.duplicates_by_merge for r in runs], marker_color="#ffb74d")
     fig.add_bar(name="quarantined", x=x, y=[r.quarantined for r in runs],
                 marker_color=FAIL_COLOR)
-    fig.add_scatter(name="records in", x=x, y=[r.records_in for r in runs],
-                    mode="lines+markers", line={"color": "#212121"})
-    return _layout(fig, "Records per run", "records")
+    return _layout(fig, "Records dropped per run", "records")
 
 
 def verdicts_figure(verdicts: Sequence[VerdictTotals]) -> go.Figure:

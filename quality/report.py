@@ -20,6 +20,7 @@ from pipelines.config import PipelineConfig
 from quality.charts import (
     RunTotals,
     VerdictTotals,
+    dropped_figure,
     duration_figure,
     records_figure,
     verdicts_figure,
@@ -28,7 +29,7 @@ from quality.results import read_run_metrics, read_validation_results
 
 _STYLE = """
 body { font-family: -apple-system, "Segoe UI", Roboto, Helvetica, Arial, sans-serif;
-       margin: 24px auto; max-width: 1100px; color: #212121; }
+       margin: 24px auto; max-width: 1100px; padding: 0 16px; color: #212121; }
 h1 { font-size: 1.6em; margin-bottom: 4px; } .sub { color: #616161; margin-top: 0; }
 .empty { padding: 32px; background: #f5f5f5; border-radius: 8px; text-align: center; }
 .ok { color: #2e7d32; font-weight: 600; } .bad { color: #c62828; font-weight: 600; }
@@ -96,11 +97,12 @@ def render_html(config: PipelineConfig, metrics: Sequence[Row], results: Sequenc
     if not runs and not verdicts:
         sections.append('<div class="empty"><h2>No runs yet</h2><p>Run the pipeline; its '
                         "batches and validation verdicts will appear here.</p></div>")
-    for fig, present in ((records_figure(runs), runs), (verdicts_figure(verdicts), verdicts),
-                         (duration_figure(runs), runs)):
+    charts = ((records_figure(runs), runs), (dropped_figure(runs), runs),
+              (verdicts_figure(verdicts), verdicts), (duration_figure(runs), runs))
+    for fig, present in charts:
         if present:
             sections.append(fig.to_html(full_html=False, include_plotlyjs=plotly_js,
-                                        config={"displaylogo": False, "responsive": True}))
+                                        config={"displayModeBar": False, "responsive": True}))
             plotly_js = False
     if verdicts:
         sections.append(_failures_table(results, verdicts[-1].run_id))

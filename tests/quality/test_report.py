@@ -60,7 +60,8 @@ def test_report_shows_runs_verdicts_and_docs_link(
     assert page == default_report_path(recorded)
     assert page.parent == Path(recorded.quality.docs_dir).parent
     text = page.read_text(encoding="utf-8")
-    for title in ("Records per run", "Validation verdicts", "duplicates dropped by merge",
+    for title in ("Records in and inserted per run", "Records dropped per run",
+                  "Validation verdicts", "duplicates dropped by merge",
                   "quarantined", "inserted", "records in"):
         assert title in text, title
     assert 'href="docs/index.html"' in text
@@ -68,7 +69,7 @@ def test_report_shows_runs_verdicts_and_docs_link(
     assert "2 runs" in text and "2 validations" in text
     assert "No runs yet" not in text
     assert "<script src=" not in text  # plotly.js is inline: no CDN, no network needed
-    assert text.count("Plotly.newPlot") == 3
+    assert text.count("Plotly.newPlot") == 4
 
 
 def test_report_without_tables_says_no_runs_yet(
@@ -92,7 +93,7 @@ def test_report_renders_in_headless_chromium(
     screenshot = chromium(page, tmp_path, f"--screenshot={shot}")
 
     assert dom.returncode == 0, dom.stderr[-2000:]
-    assert dom.stdout.count('class="plot-container plotly"') == 3, "three charts rendered"
+    assert dom.stdout.count('class="plot-container plotly"') == 4, "four charts rendered"
     assert "js-plotly-plot" in dom.stdout and 'class="main-svg"' in dom.stdout
     assert "bars" in dom.stdout  # bar traces drawn into the SVG
     assert console_errors(dom.stderr + screenshot.stderr) == []
