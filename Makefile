@@ -19,7 +19,7 @@ $(STAMP): pyproject.toml
 	touch $(STAMP)
 
 demo: install
-	bash notebooks/../.ci/demo.sh
+	$(BIN)/deltasink demo
 
 lint: install
 	$(BIN)/ruff check pipelines schemas quality tests bench
@@ -28,6 +28,7 @@ typecheck: install
 	$(BIN)/mypy
 
 test: lint typecheck
+	bash .ci/ensure-chromium.sh
 	$(BIN)/pytest -m "not chaos and not cluster" -q
 
 chaos: install

@@ -59,7 +59,7 @@ appender.console.layout.pattern = [%d] %p %m (%c)%n
 """
 
 
-def _port_open(port: int, host: str = "127.0.0.1") -> bool:
+def port_open(port: int, host: str = "127.0.0.1") -> bool:
     with socket.socket() as sock:
         sock.settimeout(0.5)
         return sock.connect_ex((host, port)) == 0
@@ -142,7 +142,7 @@ class EmbeddedBroker:
         if self.pid is not None:
             return self
         for port in (self.port, self.port + 1):
-            if _port_open(port):
+            if port_open(port):
                 raise BrokerError(f"port {port} is already in use; pick another with --port")
         java = jvm.require_java()
         classpath = os.pathsep.join(str(p) for p in jvm.broker_classpath())
@@ -159,7 +159,7 @@ class EmbeddedBroker:
             if proc.poll() is not None:
                 raise BrokerError(f"the Kafka broker exited with code {proc.returncode}:\n"
                                   f"{self._log_tail()}")
-            if _port_open(self.port) and self._ready():
+            if port_open(self.port) and self._ready():
                 return self
             time.sleep(0.2)
         self.stop()

@@ -115,6 +115,12 @@ def cmd_report(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_demo(args: argparse.Namespace) -> int:
+    from pipelines.demo import run_demo
+
+    return run_demo(Path(args.dir), args.port)
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The argument parser (also used to render ``--help`` in the README)."""
     parser = argparse.ArgumentParser(
@@ -161,6 +167,10 @@ def build_parser() -> argparse.ArgumentParser:
     p = add("validate", cmd_validate, "run the data-quality suites on the target table")
     p.add_argument("--full", action="store_true",
                    help="check the whole table (default: the latest run's partitions)")
+    p = add("demo", cmd_demo, "the whole story locally: broker, duplicates, poison, a crash, "
+            "exactly-once", config=False)
+    p.add_argument("--dir", default="lake/demo", help="working folder, recreated (lake/demo)")
+    p.add_argument("--port", type=int, default=9092, help="broker port (next free if taken)")
     p = add("report", cmd_report, "write the static data-quality dashboard (HTML)")
     p.add_argument("--out", metavar="FILE", help="default: next to quality.docs_dir")
     return parser

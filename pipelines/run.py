@@ -78,7 +78,7 @@ def _stream(spark: SparkSession, config: PipelineConfig, run_id: str, trigger: s
     failures: list[DeltasinkError] = []
     while True:
         recorded = state.recorded_offsets(spark, config.target.ref, config.name)
-        start = config.source.starting_offsets
+        start: str = config.source.starting_offsets
         if not checkpoint.has_state(config.checkpoint):
             start = starting_offsets(recorded, partitions, start)
             if recorded:

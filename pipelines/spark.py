@@ -2,12 +2,18 @@
 
 On Databricks the runtime already has Delta and Kafka; :func:`get_spark` then returns the
 cluster's session untouched.
+
+Locally, the driver JVM's own output (Spark's package-resolution log, log4j) goes to
+:func:`jvm_log_path` instead of the terminal, so the CLI prints only deltasink's lines.
 """
 
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping
+import sys
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
+from pathlib import Path
 
 from pyspark.sql import SparkSession
 
@@ -36,6 +42,32 @@ LOCAL_CONF: dict[str, str] = {
 def on_databricks() -> bool:
     """Whether we run inside a Databricks runtime."""
     return "DATABRICKS_RUNTIME_VERSION" in os.environ
+
+
+def jvm_log_path() -> Path:
+    """Where the local driver JVM writes its own output (package resolution, log4j)."""
+    return Path(os.environ.get("DELTASINK_SPARK_LOG", jvm.cache_dir() / "spark-driver.log"))
+
+
+@contextmanager
+def _jvm_output_to(path: Path) -> Iterator[None]:
+    """Let a JVM spawned inside this block write its stdout/stderr to ``path``, not the terminal.
+
+    The JVM inherits file descriptors 1 and 2 when it starts; ours are restored right after.
+    """
+    sys.stdout.flush()
+    sys.stderr.flush()
+    saved = os.dup(1), os.dup(2)
+    with open(path, "ab") as log:
+        os.dup2(log.fileno(), 1)
+        os.dup2(log.fileno(), 2)
+    try:
+        yield
+    finally:
+        os.dup2(saved[0], 1)
+        os.dup2(saved[1], 2)
+        os.close(saved[0])
+        os.close(saved[1])
 
 
 def get_spark(
@@ -72,6 +104,7 @@ def get_spark(
     for key, value in {**LOCAL_CONF, **jvm.spark_conf(), **(conf or {})}.items():
         builder = builder.config(key, value)
     builder = configure_spark_with_delta_pip(builder, extra_packages=[jvm.KAFKA_CONNECTOR])
-    spark = builder.getOrCreate()
+    with _jvm_output_to(jvm_log_path()):
+        spark = builder.getOrCreate()
     spark.sparkContext.setLogLevel(os.environ.get("DELTASINK_SPARK_LOG_LEVEL", "ERROR"))
     return spark

@@ -20,6 +20,11 @@ class TableRef:
         if bool(self.path) == bool(self.name):
             raise ValueError("a table needs exactly one of path or name")
 
+    @property
+    def location(self) -> str:
+        """The path, or the name for catalog tables."""
+        return self.path or self.name or ""
+
     def describe(self) -> str:
         """A short human-readable location."""
         return self.name or f"delta.`{self.path}`"
@@ -28,13 +33,13 @@ class TableRef:
         """Whether the Delta table exists yet."""
         if self.name:
             return bool(spark.catalog.tableExists(self.name))
-        return bool(DeltaTable.isDeltaTable(spark, self.path))
+        return bool(DeltaTable.isDeltaTable(spark, self.location))
 
     def delta(self, spark: SparkSession) -> DeltaTable:
         """The table as a ``DeltaTable`` (for MERGE and history)."""
         if self.name:
             return DeltaTable.forName(spark, self.name)
-        return DeltaTable.forPath(spark, self.path)
+        return DeltaTable.forPath(spark, self.location)
 
     def read(self, spark: SparkSession, version: int | None = None) -> DataFrame:
         """Read a snapshot of the table, the latest or at ``version``."""
@@ -48,7 +53,7 @@ class TableRef:
     ) -> None:
         """Create the table empty with ``schema`` unless it exists (safe to race)."""
         builder = DeltaTable.createIfNotExists(spark).addColumns(schema)
-        builder = builder.tableName(self.name) if self.name else builder.location(self.path)
+        builder = builder.tableName(self.name) if self.name else builder.location(self.location)
         if partition_by:
             builder = builder.partitionedBy(*partition_by)
         builder.execute()

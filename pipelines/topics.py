@@ -9,12 +9,13 @@ from collections.abc import Mapping
 from pipelines.config import SourceConfig
 from pipelines.errors import BrokerError, SourceError
 
-_QUIET = {"log_level": 0, "logger": None}
+
+ClientConfig = dict[str, str | int | float | bool]
 
 
-def client_config(bootstrap: str, options: Mapping[str, str] | None = None) -> dict[str, object]:
+def client_config(bootstrap: str, options: Mapping[str, str] | None = None) -> ClientConfig:
     """A confluent-kafka config: bootstrap servers plus the pipeline's extra options."""
-    conf: dict[str, object] = {"bootstrap.servers": bootstrap, "log_level": 0}
+    conf: ClientConfig = {"bootstrap.servers": bootstrap, "log_level": 0}
     conf.update(options or {})
     return conf
 
@@ -75,12 +76,13 @@ def wait_for_source(source: SourceConfig, timeout: float) -> dict[str, list[int]
 def ensure_topic(bootstrap: str, topic: str, partitions: int = 3,
                  options: Mapping[str, str] | None = None) -> None:
     """Create ``topic`` with ``partitions`` partitions unless it exists."""
-    from confluent_kafka.admin import AdminClient, NewTopic
+    from confluent_kafka import admin as kafka_admin
 
-    admin = AdminClient(client_config(bootstrap, options))
+    admin = kafka_admin.AdminClient(client_config(bootstrap, options))
     if topic in admin.list_topics(timeout=10).topics:
         return
-    for future in admin.create_topics([NewTopic(topic, partitions, 1)]).values():
+    new = kafka_admin.NewTopic(topic, partitions, 1)  # type: ignore[attr-defined]
+    for future in admin.create_topics([new]).values():
         try:
             future.result()
         except Exception as exc:
@@ -90,8 +92,9 @@ def ensure_topic(bootstrap: str, topic: str, partitions: int = 3,
 
 def add_partitions(bootstrap: str, topic: str, total: int) -> None:
     """Grow ``topic`` to ``total`` partitions."""
-    from confluent_kafka.admin import AdminClient, NewPartitions
+    from confluent_kafka import admin as kafka_admin
 
-    admin = AdminClient(client_config(bootstrap))
-    for future in admin.create_partitions([NewPartitions(topic, total)]).values():
+    admin = kafka_admin.AdminClient(client_config(bootstrap))
+    grow = kafka_admin.NewPartitions(topic, total)  # type: ignore[attr-defined]
+    for future in admin.create_partitions([grow]).values():
         future.result()

@@ -51,7 +51,7 @@ def test_retries_run_out_with_a_clear_error() -> None:
     def action() -> None:
         raise ConcurrentAppendException("conflict")
 
-    with pytest.raises(CommitError, match="still conflicting .* after 2 retries"):
+    with pytest.raises(CommitError, match=r"still conflicting .* after 2 retries"):
         with_conflict_retry(action, retries=2, what="MERGE into t", sleep=lambda _s: None)
 
 

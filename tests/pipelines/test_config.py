@@ -43,7 +43,8 @@ def test_unknown_key_is_named_with_the_file(tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize(("patch", "message"), [
-    ({"source": {"bootstrap_servers": "x"}}, "set exactly one of source.topics or source.topic_pattern"),
+    ({"source": {"bootstrap_servers": "x"}},
+     "set exactly one of source.topics or source.topic_pattern"),
     ({"source": {"topics": ["a"], "max_records_per_batch": 0}}, "source.max_records_per_batch"),
     ({"source": {"topics": ["a"], "starting_offsets": "middle"}}, "source.starting_offsets"),
     ({"name": "bad name!"}, "name"),

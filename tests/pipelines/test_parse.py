@@ -56,7 +56,7 @@ def test_every_poison_kind_gets_a_reason(spark: SparkSession) -> None:
 
 def test_edge_values(spark: SparkSession) -> None:
     def event(eid: str = '"k"', ts: str = '"2026-01-01T00:00:00Z"', extra: str = "") -> bytes:
-        return ('{"event_id":%s,"event_type":"t","event_time":%s%s}' % (eid, ts, extra)).encode()
+        return f'{{"event_id":{eid},"event_type":"t","event_time":{ts}{extra}}}'.encode()
 
     cases = {
         event(eid='"' + "x" * 256 + '"'): None,
