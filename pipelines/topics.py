@@ -9,7 +9,6 @@ from collections.abc import Mapping
 from pipelines.config import SourceConfig
 from pipelines.errors import BrokerError, SourceError
 
-
 ClientConfig = dict[str, str | int | float | bool]
 
 
