@@ -9,6 +9,7 @@ from __future__ import annotations
 import ast
 import json
 from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -21,6 +22,7 @@ from pipelines.errors import ConfigError, QualityError
 from pipelines.maintenance import MIN_RETAIN_HOURS
 from pipelines.produce import ProduceSummary, produce_events
 from pipelines.sink.metrics import RunResult
+from quality.model import ValidationReport
 from quality.suites import QUARANTINE_EXPECTATION
 from tests.support.dbutils import (
     DBUtils,
@@ -133,50 +135,82 @@ def test_ingest_reads_sasl_secrets_through_dbutils_and_never_prints_them(
 
 
 @pytest.fixture(scope="module")
+def few_listing_tasks(spark: SparkSession) -> Iterator[None]:
+    """VACUUM lists files with one task per ``parallelism`` slot (10000 by default)."""
+    key = "spark.sql.sources.parallelPartitionDiscovery.parallelism"
+    before = spark.conf.get(key)
+    spark.conf.set(key, "4")
+    yield
+    spark.conf.set(key, before)
+
+
+@dataclass(frozen=True)
+class Ingested:
+    """The ingest job run twice into one lake (so partitions hold several small files)."""
+
+    lake: Path
+    dbutils: DBUtils
+    runs: tuple[RunResult, RunResult]
+    sent: tuple[ProduceSummary, ProduceSummary]
+    validation: ValidationReport
+
+
+@pytest.fixture(scope="module")
 def ingested(spark: SparkSession, broker: EmbeddedBroker,
-             tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Path, DBUtils, Any]]:
-    """Events (with duplicates and poison pills) ingested once through the ingest notebook."""
+             tmp_path_factory: pytest.TempPathFactory, few_listing_tasks: None) -> Ingested:
+    """Events (with duplicates and a poison pill) ingested by two runs of the ingest notebook,
+    then the second run validated by the validate notebook with the run id it published, as the
+    ingest job's two tasks do."""
     lake = tmp_path_factory.mktemp("notebook-lake")
-    summary = produce_events(broker.bootstrap_servers, "nb_orders", 300, duplicate_rate=0.1,
-                             poison_rate=0.005, seed=7, id_prefix="nb")
-    dbutils = make_dbutils(ingest_params(lake, broker.bootstrap_servers, "nb_orders"))
-    namespace = run_notebook(NOTEBOOKS / "ingest.py", dbutils, spark)
-    yield lake, dbutils, (namespace["result"], summary)
+    runs, sent = [], []
+    for seed, count in ((7, 200), (8, 100)):
+        sent.append(produce_events(broker.bootstrap_servers, "nb_orders", count,
+                                   duplicate_rate=0.1, poison_rate=0.005, seed=seed,
+                                   id_prefix="nb"))
+        dbutils = make_dbutils(ingest_params(lake, broker.bootstrap_servers, "nb_orders"))
+        runs.append(run_notebook(NOTEBOOKS / "ingest.py", dbutils, spark)["result"])
+    params = {**pipeline_params(lake, "unused:9092", "nb_orders"), "full": "false",
+              "run_id": dbutils.jobs.taskValues.values["run_id"]}
+    report = run_notebook(NOTEBOOKS / "validate.py", make_dbutils(params), spark)["report"]
+    return Ingested(lake, dbutils, (runs[0], runs[1]), (sent[0], sent[1]), report)
 
 
-def test_ingest_notebook_lands_every_event_once(spark: SparkSession, ingested: Any) -> None:
-    lake, dbutils, (result, summary) = ingested
-    assert isinstance(summary, ProduceSummary)
+def test_ingest_notebook_lands_every_event_once(spark: SparkSession, ingested: Ingested) -> None:
+    lake, (first, second) = ingested.lake, ingested.runs
     target = spark.read.format("delta").load(str(lake / "orders"))
-    assert target.count() == len(summary.event_ids) == 300
-    assert target.select("event_id").distinct().count() == 300
+    ids = {i for summary in ingested.sent for i in summary.event_ids}
+    assert target.count() == len(ids) == 300
+    assert {r.event_id for r in target.select("event_id").collect()} == ids
     quarantined = spark.read.format("delta").load(str(lake / "orders_quarantine")).count()
-    assert quarantined == sum(summary.poison.values()) == result.quarantined
-    assert result.inserted == 300 and result.records_in == summary.sent
-    assert dbutils.jobs.taskValues.values["run_id"] == result.run_id
+    poison = sum(sum(s.poison.values()) for s in ingested.sent)
+    assert quarantined == poison == first.quarantined + second.quarantined > 0
+    assert (first.inserted, second.inserted) == (200, 100)
+    assert (first.records_in, second.records_in) == tuple(s.sent for s in ingested.sent)
+    assert ingested.dbutils.jobs.taskValues.values["run_id"] == second.run_id
     metrics = spark.read.format("delta").load(str(lake / "_quality" / "run_metrics"))
-    assert metrics.where(metrics.run_id == result.run_id).count() == len(result.batches) > 0
+    for run in (first, second):
+        assert metrics.where(metrics.run_id == run.run_id).count() == len(run.batches) > 0
 
 
 def test_validate_notebook_passes_for_the_ingested_run(spark: SparkSession,
-                                                       ingested: Any) -> None:
-    lake, dbutils, (result, _) = ingested
-    params = {**pipeline_params(lake, "unused:9092", "nb_orders"),
-              "run_id": dbutils.jobs.taskValues.values["run_id"], "full": "false"}
-
-    report = run_notebook(NOTEBOOKS / "validate.py", make_dbutils(params), spark)["report"]
-
-    assert report.success and report.run_id == result.run_id
-    assert QUARANTINE_EXPECTATION in {r.expectation for r in report.results}
+                                                       ingested: Ingested) -> None:
+    lake, run, report = ingested.lake, ingested.runs[1], ingested.validation
+    assert ingested.dbutils.jobs.taskValues.values["run_id"] == run.run_id
+    assert report.success and report.run_id == run.run_id
+    quarantine = next(r for r in report.results if r.expectation == QUARANTINE_EXPECTATION)
+    assert f"{run.quarantined}/{run.records_in}" in quarantine.observed_value
     assert any(r.expectation == "expect_column_values_to_be_unique" for r in report.results)
     rows = spark.read.format("delta").load(str(lake / "_quality" / "results"))
-    assert rows.where(rows.run_id == result.run_id).count() == len(report.results)
+    assert rows.where(rows.run_id == run.run_id).count() == len(report.results)
 
 
 def test_maintenance_notebook_optimizes_vacuums_and_validates_the_whole_table(
-    spark: SparkSession, ingested: Any
+    spark: SparkSession, ingested: Ingested
 ) -> None:
-    lake, _, _ = ingested
+    lake = ingested.lake
+    orders = f"delta.`{lake / 'orders'}`"
+    partitions = spark.sql(f"SELECT DISTINCT event_date FROM {orders}").count()
+    assert spark.sql(f"DESCRIBE DETAIL {orders}").first().numFiles > partitions
     params = {**pipeline_params(lake, "unused:9092", "nb_orders"),
               "retain_hours": str(MIN_RETAIN_HOURS)}
 
@@ -187,23 +221,25 @@ def test_maintenance_notebook_optimizes_vacuums_and_validates_the_whole_table(
         assert f"OPTIMIZE {described}" in report.actions
         assert f"VACUUM {described} RETAIN {MIN_RETAIN_HOURS} HOURS" in report.actions
     assert report.validation is not None and report.validation.success
-    history = spark.sql(f"DESCRIBE HISTORY delta.`{lake / 'orders'}`").collect()
+    history = spark.sql(f"DESCRIBE HISTORY {orders}").collect()
     assert {"OPTIMIZE", "VACUUM START", "VACUUM END"} <= {r.operation for r in history}
+    # Compacted: one file per event_date partition.
+    assert spark.sql(f"DESCRIBE DETAIL {orders}").first().numFiles == partitions
 
 
 def test_maintenance_refuses_a_retention_below_the_replay_horizon(
-    spark: SparkSession, ingested: Any
+    spark: SparkSession, ingested: Ingested
 ) -> None:
-    lake, _, _ = ingested
+    lake = ingested.lake
     params = {**pipeline_params(lake, "unused:9092", "nb_orders"), "retain_hours": "24"}
     with pytest.raises(ConfigError, match="below the 168h minimum"):
         run_notebook(NOTEBOOKS / "maintenance.py", make_dbutils(params), spark)
 
 
 def test_dashboard_queries_run_against_the_tables_the_notebooks_wrote(
-    spark: SparkSession, ingested: Any
+    spark: SparkSession, ingested: Ingested
 ) -> None:
-    lake, _, (result, _) = ingested
+    lake, runs = ingested.lake, ingested.runs
     spark.read.format("delta").load(str(lake / "_quality" / "run_metrics")) \
         .createOrReplaceTempView("deltasink_run_metrics")
     spark.read.format("delta").load(str(lake / "_quality" / "results")) \
@@ -211,11 +247,12 @@ def test_dashboard_queries_run_against_the_tables_the_notebooks_wrote(
     definition = json.loads(DASHBOARD.read_text(encoding="utf-8"))
     out = {d["name"]: spark.sql("".join(d["queryLines"])).collect()
            for d in definition["datasets"]}
-    assert sum(r.inserted for r in out["batches"]) == result.inserted
+    assert sum(r.inserted for r in out["batches"]) == sum(run.inserted for run in runs) == 300
+    assert sum(r.quarantined for r in out["batches"]) == sum(run.quarantined for run in runs)
     assert sum(r.duplicates_dropped for r in out["batches"]) == sum(
-        b.duplicates_in_batch + b.duplicates_by_merge for b in result.batches)
+        b.duplicates_in_batch + b.duplicates_by_merge for run in runs for b in run.batches)
     verdict = {r.run_id: r.verdict for r in out["verdicts"]}
-    assert verdict[result.run_id] == "PASSED"
+    assert verdict[runs[1].run_id] == "PASSED"
     assert out["failures"] == []
     for dataset in definition["datasets"]:
         columns = set(spark.sql("".join(dataset["queryLines"])).columns)
