@@ -98,9 +98,19 @@ def cmd_status(args: argparse.Namespace) -> int:
 
 def cmd_validate(args: argparse.Namespace) -> int:
     from pipelines.spark import get_spark
+    from quality.results import latest_run_dates
     from quality.validate import validate_table
 
-    report = validate_table(get_spark(), _config(args), full=args.full)
+    spark, config = get_spark(), _config(args)
+    latest = None if args.full else latest_run_dates(spark, config)
+    if latest is None:
+        if not args.full:
+            _say("no run recorded yet: validating the whole table")
+        report = validate_table(spark, config, full=True)
+    else:
+        _say(f"validating the partitions of run {latest[0]}: "
+             + (", ".join(d.isoformat() for d in latest[1]) or "(none)"))
+        report = validate_table(spark, config, dates=latest[1])
     for line in report.summary_lines():
         _say(line)
     return 0 if report.success else 3
@@ -166,7 +176,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--json", action="store_true", help="machine-readable output")
     p = add("validate", cmd_validate, "run the data-quality suites on the target table")
     p.add_argument("--full", action="store_true",
-                   help="check the whole table (default: the latest run's partitions)")
+                   help="check the whole table (default: the partitions the latest run wrote)")
     p = add("demo", cmd_demo, "the whole story locally: broker, duplicates, poison, a crash, "
             "exactly-once", config=False)
     p.add_argument("--dir", default="lake/demo", help="working folder, recreated (lake/demo)")

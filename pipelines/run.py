@@ -3,16 +3,25 @@
 from __future__ import annotations
 
 import logging
+import os
 import time
 import uuid
 from collections.abc import Callable
+from pathlib import Path
 
 from pyspark.errors import StreamingQueryException
 from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql.streaming.query import StreamingQuery
 
 from pipelines import checkpoint, faults, state, topics
 from pipelines.config import PipelineConfig
-from pipelines.errors import BrokerError, DeltasinkError, QualityError, SourceError
+from pipelines.errors import (
+    BrokerError,
+    ConfigError,
+    DeltasinkError,
+    QualityError,
+    SourceError,
+)
 from pipelines.sink.batch import BatchSink
 from pipelines.sink.metrics import BatchMetrics, RunResult
 from pipelines.sink.tables import ensure_sink_tables
@@ -52,6 +61,7 @@ def run_pipeline(spark: SparkSession, config: PipelineConfig, *, trigger: str = 
     schema = get_schema(config.schema_name)
     run_id = uuid.uuid4().hex[:12]
     partitions = topics.wait_for_source(config.source, config.source.broker_timeout)
+    check_writable(config)
     ensure_sink_tables(spark, config, schema)
     batches: list[BatchMetrics] = []
 
@@ -62,6 +72,7 @@ def run_pipeline(spark: SparkSession, config: PipelineConfig, *, trigger: str = 
     say(f"run {run_id}: {config.describe}")
     with checkpoint.exclusive(config.checkpoint, config.name):
         checkpoint.latest_offsets(config.checkpoint)  # fail fast on a damaged checkpoint
+        check_retention(spark, config, say)
         _stream(spark, config, run_id, trigger, interval, partitions, on_batch, say)
     result = RunResult(config.name, run_id, tuple(batches))
     say(f"run {run_id} done: {len(batches)} batches, in={result.records_in} "
@@ -74,7 +85,7 @@ def run_pipeline(spark: SparkSession, config: PipelineConfig, *, trigger: str = 
 def _stream(spark: SparkSession, config: PipelineConfig, run_id: str, trigger: str,
             interval: str, partitions: dict[str, list[int]],
             on_batch: Callable[[BatchMetrics], None], say: Progress) -> None:
-    outage_since: float | None = None
+    outage: dict[str, float] = {}  # 'since': when the broker stopped answering
     failures: list[DeltasinkError] = []
     while True:
         recorded = state.recorded_offsets(spark, config.target.ref, config.name)
@@ -104,7 +115,7 @@ def _stream(spark: SparkSession, config: PipelineConfig, run_id: str, trigger: s
             writer = writer.trigger(processingTime=f"{parse_duration(interval)} seconds")
         query = writer.start()
         try:
-            query.awaitTermination()
+            _watch(query, config, outage)
             return
         except StreamingQueryException as exc:
             if failures:
@@ -113,8 +124,7 @@ def _stream(spark: SparkSession, config: PipelineConfig, run_id: str, trigger: s
             if not any(marker in text for marker in _TRANSIENT):
                 raise explain(exc) from None
             now = time.monotonic()
-            outage_since = outage_since or now
-            waited = now - outage_since
+            waited = now - outage.setdefault("since", now)
             if waited >= config.source.broker_timeout:
                 raise BrokerError(
                     f"Kafka at {config.source.bootstrap_servers} was unavailable for "
@@ -128,6 +138,79 @@ def _stream(spark: SparkSession, config: PipelineConfig, run_id: str, trigger: s
             say("interrupted: stopping after the current batch")
             query.stop()
             return
+
+
+def _watch(query: StreamingQuery, config: PipelineConfig, outage: dict[str, float],
+           every: int = 10) -> None:
+    """Wait for the query to end, probing the broker: Spark's source may hang, not fail.
+
+    A paused or unreachable broker can leave a batch waiting inside Kafka client calls for
+    minutes. If the broker stays unreachable for ``source.broker_timeout``, stop the query.
+
+    Raises:
+        BrokerError: the broker was unreachable for longer than ``source.broker_timeout``.
+        StreamingQueryException: the query failed (the caller decides whether to retry).
+    """
+    timeout = config.source.broker_timeout
+    while not query.awaitTermination(every):
+        try:
+            topics.list_partitions(config.source, timeout=float(every))
+            outage.pop("since", None)
+        except BrokerError:
+            now = time.monotonic()
+            waited = now - outage.setdefault("since", now)
+            if waited >= timeout:
+                query.stop()
+                raise BrokerError(
+                    f"Kafka at {config.source.bootstrap_servers} was unavailable for "
+                    f"{waited:.0f}s (source.broker_timeout={timeout:.0f}s); the "
+                    "run was stopped. Everything committed so far is consistent; run again "
+                    "when the broker is back and it continues where it stopped.") from None
+
+
+def check_writable(config: PipelineConfig) -> None:
+    """Fail before creating anything if a local table or checkpoint path cannot be created.
+
+    Raises:
+        ConfigError: naming the setting and the blocking path.
+    """
+    paths = {"target.path": config.target.ref.path,
+             "target.quarantine_path": config.target.quarantine_ref.path,
+             "checkpoint": config.checkpoint}
+    for key, location in paths.items():
+        if not location or not checkpoint.is_local(location):
+            continue
+        folder = Path(location)
+        while not folder.exists() and folder != folder.parent:
+            folder = folder.parent
+        if not folder.is_dir():
+            raise ConfigError(f"{key} {location} cannot be created: {folder} is a file, not a "
+                              f"folder. Point {key} at a folder deltasink can write to.")
+        if not os.access(folder, os.W_OK | os.X_OK):
+            raise ConfigError(f"{key} {location} cannot be created: {folder} is not writable. "
+                              f"Fix its permissions or point {key} elsewhere.")
+
+
+def check_retention(spark: SparkSession, config: PipelineConfig, say: Progress) -> None:
+    """Compare the offsets the table recorded with the earliest ones Kafka still has.
+
+    Raises:
+        SourceError: retention deleted unread offsets and ``source.fail_on_data_loss`` is true.
+    """
+    recorded = state.recorded_offsets(spark, config.target.ref, config.name)
+    gone = topics.deleted_offsets(config.source, recorded or {})
+    if not gone:
+        return
+    count = sum(low - nxt for nxt, low in gone.values())
+    where = ", ".join(f"{t}[{p}] offsets {nxt}..{low - 1}"
+                      for (t, p), (nxt, low) in sorted(gone.items()))
+    if config.source.fail_on_data_loss:
+        raise SourceError(
+            f"Kafka retention deleted {count} offsets this pipeline had not read yet ({where}); "
+            "those records are lost upstream. Re-produce them if you can; to skip them and "
+            "continue, set source.fail_on_data_loss: false.")
+    say(f"skipping {count} offsets that Kafka retention deleted before they were read "
+        f"({where})")
 
 
 def explain(exc: StreamingQueryException) -> DeltasinkError:

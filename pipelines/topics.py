@@ -12,10 +12,27 @@ from pipelines.errors import BrokerError, SourceError
 ClientConfig = dict[str, str | int | float | bool]
 
 
+#: Java-client settings that librdkafka (confluent-kafka) does not accept: dropped for admin
+#: calls here (Spark's Java consumer still gets them all).
+_JAVA_ONLY = ("sasl.jaas.config", "sasl.login.callback.handler.class",
+              "sasl.client.callback.handler.class", "ssl.truststore.", "ssl.keystore.",
+              "ssl.key.password", "ssl.endpoint.identification.algorithm")
+_JAAS_CREDENTIAL = re.compile(r'\b(username|password)\s*=\s*"((?:[^"\\]|\\.)*)"')
+
+
 def client_config(bootstrap: str, options: Mapping[str, str] | None = None) -> ClientConfig:
-    """A confluent-kafka config: bootstrap servers plus the pipeline's extra options."""
+    """A confluent-kafka config: bootstrap servers plus the pipeline's extra options.
+
+    Java-only options are dropped; a JAAS ``username``/``password`` pair becomes librdkafka's
+    ``sasl.username``/``sasl.password``.
+    """
     conf: ClientConfig = {"bootstrap.servers": bootstrap, "log_level": 0}
-    conf.update(options or {})
+    for key, value in (options or {}).items():
+        if key == "sasl.jaas.config":
+            for name, secret in _JAAS_CREDENTIAL.findall(value):
+                conf.setdefault(f"sasl.{name}", re.sub(r"\\(.)", r"\1", secret))
+        if not key.startswith(_JAVA_ONLY):
+            conf[key] = value
     return conf
 
 
@@ -97,3 +114,36 @@ def add_partitions(bootstrap: str, topic: str, total: int) -> None:
     grow = kafka_admin.NewPartitions(topic, total)  # type: ignore[attr-defined]
     for future in admin.create_partitions([grow]).values():
         future.result()
+
+
+def deleted_offsets(source: SourceConfig, expected: Mapping[str, Mapping[int, int]],
+                    timeout: float = 10.0) -> dict[tuple[str, int], tuple[int, int]]:
+    """Partitions whose next unread offset Kafka no longer has (retention deleted it).
+
+    Args:
+        source: the pipeline's source.
+        expected: the next offset to read per topic and partition.
+        timeout: per watermark request, in seconds.
+
+    Returns:
+        ``(topic, partition) -> (next offset to read, earliest offset Kafka still has)`` for
+        every partition where the earliest available offset is past the next one to read.
+    """
+    from confluent_kafka import Consumer, KafkaException, TopicPartition
+
+    consumer = Consumer({**client_config(source.bootstrap_servers, source.kafka_options()),
+                         "group.id": "deltasink-preflight", "enable.auto.commit": False})
+    gone: dict[tuple[str, int], tuple[int, int]] = {}
+    try:
+        for topic, partitions in expected.items():
+            for partition, next_offset in partitions.items():
+                try:
+                    low, _high = consumer.get_watermark_offsets(
+                        TopicPartition(topic, partition), timeout=timeout)
+                except KafkaException:
+                    continue  # a topic that went away: Spark's source reports it
+                if low > next_offset:
+                    gone[(topic, partition)] = (next_offset, low)
+    finally:
+        consumer.close()
+    return gone

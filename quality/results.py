@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Sequence
-from datetime import UTC, datetime
+from datetime import UTC, date, datetime
 from typing import Any
 
 from pyspark.sql import DataFrame, Row, SparkSession
@@ -168,3 +168,18 @@ def read_run_metrics(spark: SparkSession, config: PipelineConfig) -> list[Row]:
     if df is None:
         return []
     return df.where(df.pipeline == config.name).orderBy("started_at", "batch_id").collect()
+
+
+def latest_run_dates(spark: SparkSession, config: PipelineConfig) -> tuple[str, list[date]] | None:
+    """The newest recorded run of this pipeline and the ``event_date`` partitions it touched.
+
+    Returns:
+        ``(run_id, dates)``, or None when no run is recorded yet.
+    """
+    rows = read_run_metrics(spark, config)
+    if not rows:
+        return None
+    run_id = str(rows[-1]["run_id"])
+    dates = {date.fromisoformat(d) for r in rows if r["run_id"] == run_id
+             for d in (r["event_dates"] or "").split(",") if d}
+    return run_id, sorted(dates)

@@ -214,3 +214,34 @@ def test_two_concurrent_writers_neither_lose_nor_duplicate(
     assert sum(r.inserted for r in results) == 2500
     verdict = check(spark, cfg_a, set(a.event_ids) | set(b.event_ids), 0)
     assert verdict.clean, verdict
+
+
+def test_a_planted_duplicate_fails_the_next_run(spark: SparkSession, broker: EmbeddedBroker,
+                                                lake: Path) -> None:
+    from pipelines.errors import QualityError
+
+    topic = new_topic()
+    cfg = make_config(lake, broker.bootstrap_servers, topic)
+    produce_events(broker.bootstrap_servers, topic, 300, seed=11)
+    lines: list[str] = []
+    run_pipeline(spark, cfg, progress=lines.append)  # validates, and passes
+    assert any(line.startswith("quality PASSED") for line in lines)
+    # Plant a duplicate straight into the Delta table, then land new events in every partition.
+    target = cfg.target.ref.read(spark)
+    planted = target.orderBy("event_id").limit(1)
+    planted_id = planted.first()["event_id"]  # type: ignore[index]
+    cfg.target.ref.append(planted)
+    produce_events(broker.bootstrap_servers, topic, 300, seed=12, id_prefix="next")
+    lines.clear()
+    with pytest.raises(QualityError, match="validation failed"):
+        run_pipeline(spark, cfg, progress=lines.append)
+    failures = [line for line in lines if "FAILED" in line]
+    assert any("expect_column_values_to_be_unique" in line and "event_id" in line
+               for line in failures), lines
+    assert any(planted_id in line for line in failures), lines
+    # The CLI finds it too: by default in the latest run's partitions, and with --full.
+    from pipelines.cli import main
+
+    config_file = str(lake / f"{cfg.name}.yml")
+    assert main(["validate", "--config", config_file]) == 3
+    assert main(["validate", "--config", config_file, "--full"]) == 3
