@@ -68,6 +68,10 @@ def run_pipeline(spark: SparkSession, config: PipelineConfig, *, trigger: str = 
     def on_batch(metrics: BatchMetrics) -> None:
         batches.append(metrics)
         say(metrics.progress_line())
+        if config.quality.enabled:  # per batch, so crashed and unvalidated runs are counted too
+            from quality.results import write_run_metrics
+
+            write_run_metrics(spark, config, [metrics])
 
     say(f"run {run_id}: {config.describe}")
     with checkpoint.exclusive(config.checkpoint, config.name):
@@ -141,8 +145,8 @@ def _stream(spark: SparkSession, config: PipelineConfig, run_id: str, trigger: s
 
 
 def _watch(query: StreamingQuery, config: PipelineConfig, outage: dict[str, float],
-           every: int = 10) -> None:
-    """Wait for the query to end, probing the broker: Spark's source may hang, not fail.
+           every: int = 5) -> None:
+    """Wait for the query to end, probing the broker every ``every`` s: Spark's source may hang.
 
     A paused or unreachable broker can leave a batch waiting inside Kafka client calls for
     minutes. If the broker stays unreachable for ``source.broker_timeout``, stop the query.
@@ -153,12 +157,13 @@ def _watch(query: StreamingQuery, config: PipelineConfig, outage: dict[str, floa
     """
     timeout = config.source.broker_timeout
     while not query.awaitTermination(every):
+        probed = time.monotonic()
         try:
             topics.list_partitions(config.source, timeout=float(every))
             outage.pop("since", None)
         except BrokerError:
             now = time.monotonic()
-            waited = now - outage.setdefault("since", now)
+            waited = now - outage.setdefault("since", probed)
             if waited >= timeout:
                 query.stop()
                 raise BrokerError(
@@ -227,15 +232,13 @@ def explain(exc: StreamingQueryException) -> DeltasinkError:
 
 def validate_run(spark: SparkSession, config: PipelineConfig, result: RunResult,
                  say: Progress) -> None:
-    """Record the run's metrics and validate the partitions it touched.
+    """Validate the partitions the run touched (its metrics are already recorded, per batch).
 
     Raises:
         QualityError: an expectation failed (each failure is printed first).
     """
-    from quality.results import write_run_metrics
     from quality.validate import validate_table
 
-    write_run_metrics(spark, config, result.batches)
     faults.maybe_crash("during_validation")
     report = validate_table(spark, config, run=result)
     for line in report.summary_lines():
