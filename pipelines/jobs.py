@@ -168,7 +168,6 @@ def ingest(params: Mapping[str, str], secrets: SecretGetter | None = None, *,
         What the run did.
     """
     from pipelines.run import run_pipeline
-    from quality.results import write_run_metrics
 
     values = read_widgets(params.__getitem__, INGEST_WIDGETS)
     config = build_config(values, secrets)
@@ -176,7 +175,6 @@ def ingest(params: Mapping[str, str], secrets: SecretGetter | None = None, *,
     print(config.describe)
     result = run_pipeline(session, config, trigger=values["trigger"],
                           interval=values["interval"], validate=False, progress=print)
-    write_run_metrics(session, config, result.batches)
     if task_values is not None:
         task_values("run_id", result.run_id)
     return result

@@ -74,7 +74,7 @@ def test_a_replayed_batch_is_a_no_op(spark: SparkSession, broker: EmbeddedBroker
     topic = new_topic()
     cfg = make_config(lake, broker.bootstrap_servers, topic, source={"max_records_per_batch": 400})
     sent = produce_events(broker.bootstrap_servers, topic, 1000, poison_rate=0.01, seed=3)
-    run(spark, cfg)
+    batches = len(run(spark, cfg))
     version = cfg.target.ref.delta(spark).history(1).first()["version"]  # type: ignore[index]
     # Forget the last checkpoint commit: Spark re-runs that batch with the same batch id.
     commits = sorted((p for p in (Path(cfg.checkpoint) / "commits").iterdir() if p.name.isdigit()),
@@ -87,6 +87,8 @@ def test_a_replayed_batch_is_a_no_op(spark: SparkSession, broker: EmbeddedBroker
     assert cfg.target.ref.delta(spark).history(1).first()["version"] == version  # type: ignore[index]
     verdict = check(spark, cfg, sent.event_ids, 10)
     assert verdict.clean, verdict
+    # Run metrics are recorded per committed batch; the replay adds no row.
+    assert cfg.quality.metrics_ref.read(spark).count() == batches
 
 
 def test_checkpoint_deletion_loses_and_duplicates_nothing(
