@@ -32,15 +32,16 @@ class Profile:
     batch: int           # max_records_per_batch
     poison_run: int      # poison pills in a row (bad-input scenario)
     small: int           # events for the scenarios that are not about volume
+    rounds: int          # checkpoint deletions between runs
 
 
 SHORT = Profile("short", events=3000, kills=3, points=("before_target_commit",
                                                        "during_validation"),
-                batch=700, poison_run=5_000, small=600)
+                batch=700, poison_run=5_000, small=600, rounds=2)
 LONG = Profile("long", events=50_000, kills=30,
                points=("before_quarantine_commit", "after_quarantine_commit",
                        "before_target_commit", "after_target_commit", "during_validation"),
-               batch=5_000, poison_run=100_000, small=5_000)
+               batch=5_000, poison_run=100_000, small=5_000, rounds=5)
 
 #: Parametrize a scenario with both profiles.
 PROFILES = [pytest.param(SHORT, marks=pytest.mark.slow, id="short"),

@@ -34,7 +34,7 @@ def test_checkpoint_deleted_between_runs(spark: SparkSession, broker: EmbeddedBr
     cfg = make_config(lake, bootstrap, topic, source={"max_records_per_batch": profile.batch})
     ids: list[str] = []
     poison = 0
-    for wave in range(3):
+    for wave in range(profile.rounds):
         sent = produce_events(bootstrap, topic, profile.small, duplicate_rate=0.1,
                               poison_rate=0.01, seed=seed + wave, id_prefix=f"w{wave}")
         ids += sent.event_ids
@@ -109,7 +109,9 @@ def test_same_pipeline_started_twice_is_refused(spark: SparkSession, broker: Emb
         runner.killpg(first)  # and crash the first one, for good measure
         first.communicate()
     assert first.returncode == -signal.SIGKILL
-    run_pipeline(spark, cfg, validate=False, progress=quiet)  # the lock died with its holder
+    # The lock died with its holder; finish in big batches.
+    cfg = make_config(lake, bootstrap, topic, source={"max_records_per_batch": profile.batch})
+    run_pipeline(spark, cfg, validate=False, progress=quiet)
     verdict = check(spark, cfg, sent.event_ids, sum(sent.poison.values()))
     record("4 same pipeline twice on one checkpoint", profile, verdict,
            "second refused (CheckpointError)")

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import random
 import signal
-import time
 from pathlib import Path
 
 import pytest
@@ -29,39 +28,52 @@ def test_crash_storm_loses_and_duplicates_nothing(
                         source={"max_records_per_batch": profile.batch},
                         quality={"max_quarantine_ratio": 0.5})
     cfg = load_config(path, environ={})
-    crashes = [("kill", "")] * profile.kills + [("fault", p) for p in profile.points]
-    rng.shuffle(crashes)
-    per_wave = max(1, profile.events // len(crashes))
+    lock = Path(cfg.checkpoint) / ".deltasink.lock"
+    points = list(profile.points)
+    per_wave = max(1, profile.events // (profile.kills + len(points)))
     ids: list[str] = []
     poison = 0
-    run_time = 60.0  # estimate of one uninterrupted run; adapted to what we measure
+    kills = 0
+    stream_est = 20.0  # seconds a run streams before it is done; adapted as runs finish early
     log: list[str] = []
-    for wave, (kind, point) in enumerate(crashes):
+    for wave in range(2 * (profile.kills + len(points))):
+        if kills >= profile.kills and not points:
+            break
         sent = produce_events(bootstrap, topic, per_wave, duplicate_rate=0.1, poison_rate=0.01,
                               seed=seed + wave, id_prefix=f"w{wave}")
         ids += sent.event_ids
         poison += sum(sent.poison.values())
-        started = time.monotonic()
-        if kind == "kill":
-            delay = rng.uniform(0.2, 1.0) * run_time
-            done = runner.run(path, kill_after=delay)
-            log.append(f"wave {wave}: kill after {delay:.0f}s -> rc {done.returncode}")
-        else:
+        if points and (kills >= profile.kills or rng.random() < 0.3):
+            point = points.pop(rng.randrange(len(points)))
             done = runner.run(path, fault=point, validate=point == "during_validation")
             log.append(f"wave {wave}: fault {point} -> rc {done.returncode}")
             assert done.returncode == -signal.SIGKILL, (seed, point, done.stderr[-2000:])
             assert f"injected fault at {point}" in done.stderr
+            continue
+        if rng.random() < 0.2:  # during start-up: Spark, preflight, table checks
+            delay = rng.uniform(1, 20)
+            done = runner.run(path, kill_after=delay)
+            when = f"{delay:.1f}s after start"
+        else:  # while streaming: anywhere in a batch, a commit, or between them
+            delay = rng.uniform(0, stream_est)
+            done = runner.run(path, kill_after=delay, kill_after_lock=lock)
+            when = f"{delay:.1f}s into streaming"
         assert done.returncode in (0, -signal.SIGKILL), (seed, log, done.stderr[-2000:])
+        log.append(f"wave {wave}: kill {when} -> rc {done.returncode}")
         if done.returncode == 0:
-            run_time = time.monotonic() - started
+            stream_est *= 0.7
+        else:
+            kills += 1
+            stream_est = min(stream_est * 1.1, 120.0)
+    assert kills >= profile.kills and not points, (seed, log)
     # A producer replay of the first wave, long after it landed.
     produce_events(bootstrap, topic, per_wave, duplicate_rate=0.1, poison_rate=0.0,
                    seed=seed, id_prefix="w0")
     final = runner.run(path)
     assert final.returncode == 0, (seed, log, final.stderr[-2000:])
     verdict = check(spark, cfg, ids, poison)
-    kills = sum(1 for line in log if "rc -9" in line)
     record("1 crash storm (random SIGKILL + fault points)", profile, verdict,
-           f"{len(ids)} events, {kills} kills, seed {seed}")
+           f"{len(ids)} events, {kills} random kills + {len(profile.points)} fault "
+           f"points, seed {seed}")
     print("\n".join(log))
     assert verdict.clean, (seed, verdict, log)

@@ -6,6 +6,7 @@ import os
 import signal
 import subprocess
 import sys
+import tempfile
 import time
 from collections.abc import Mapping
 from pathlib import Path
@@ -14,15 +15,23 @@ DELTASINK = str(Path(sys.executable).parent / "deltasink")
 
 
 def killpg(proc: subprocess.Popen[str]) -> None:
+    """SIGKILL the process group of ``proc`` (the driver JVM included)."""
     try:
         os.killpg(proc.pid, signal.SIGKILL)
     except ProcessLookupError:
         pass
 
 
+def _holds_lock(lock: Path, pid: int) -> bool:
+    try:
+        return lock.read_text().strip() == str(pid)
+    except OSError:
+        return False
+
+
 def deltasink(*args: str, fault: str | None = None, kill_after: float | None = None,
-              env: Mapping[str, str] | None = None, timeout: float = 900
-              ) -> subprocess.CompletedProcess[str]:
+              kill_after_lock: Path | None = None, env: Mapping[str, str] | None = None,
+              timeout: float = 900) -> subprocess.CompletedProcess[str]:
     """Run ``deltasink <args>`` in its own process group.
 
     Args:
@@ -30,6 +39,8 @@ def deltasink(*args: str, fault: str | None = None, kill_after: float | None = N
         fault: a ``DELTASINK_FAULT`` spec (see ``pipelines/faults.py``).
         kill_after: SIGKILL the whole process group (driver JVM included) after this many
             seconds, as a lost node would; the return code is then ``-SIGKILL``.
+        kill_after_lock: count ``kill_after`` from the moment this checkpoint lock file holds
+            the process's pid (the run is past start-up and streaming), not from the start.
         env: the environment (default: this process's, without ``DELTASINK_FAULT``).
         timeout: give up (and kill) after this many seconds.
     """
@@ -37,20 +48,31 @@ def deltasink(*args: str, fault: str | None = None, kill_after: float | None = N
     base.pop("DELTASINK_FAULT", None)
     if fault:
         base["DELTASINK_FAULT"] = fault
-    proc = subprocess.Popen([DELTASINK, *args], env=base, stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True, start_new_session=True)
-    deadline = time.monotonic() + (kill_after if kill_after is not None else timeout)
-    try:
-        out, err = proc.communicate(timeout=max(0.0, deadline - time.monotonic()))
-    except subprocess.TimeoutExpired:
-        killpg(proc)
-        out, err = proc.communicate()
-        if kill_after is None:
-            raise
-        return subprocess.CompletedProcess(proc.args, -signal.SIGKILL, out, err)
-    if proc.returncode < 0:  # the driver died: nothing of the job survives, JVM included
-        killpg(proc)
-    return subprocess.CompletedProcess(proc.args, proc.returncode, out, err)
+    with tempfile.TemporaryFile("w+") as out, tempfile.TemporaryFile("w+") as err:
+        proc = subprocess.Popen([DELTASINK, *args], env=base, stdout=out, stderr=err, text=True,
+                                start_new_session=True)
+        started = time.monotonic()
+        kill_at = None if kill_after is None or kill_after_lock else started + kill_after
+        timed_out = False
+        while proc.poll() is None:
+            now = time.monotonic()
+            if kill_at is None and kill_after is not None and kill_after_lock is not None \
+                    and _holds_lock(kill_after_lock, proc.pid):
+                kill_at = now + kill_after
+            if kill_at is not None and now >= kill_at:
+                break
+            if now - started > timeout:
+                timed_out = True
+                break
+            time.sleep(0.2)
+        if proc.returncode is None or proc.returncode < 0:
+            killpg(proc)  # like a lost node: nothing of the job survives, JVM included
+        proc.wait()
+        if timed_out:
+            raise subprocess.TimeoutExpired(proc.args, timeout)
+        out.seek(0)
+        err.seek(0)
+        return subprocess.CompletedProcess(proc.args, proc.returncode, out.read(), err.read())
 
 
 def run(config: Path, *, validate: bool = False, **kwargs: object
