@@ -1,0 +1,1 @@
+"""The deltasink benchmark suite: ``python -m bench.run`` (``make bench``)."""

@@ -1,0 +1,67 @@
+"""What one benchmark run measures: the sizes and the cells of the matrix."""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+#: The five configurations, in report order.
+CONFIGS = ("floor", "append", "watermark", "naive_merge", "deltasink")
+
+
+@dataclass(frozen=True)
+class Cell:
+    """One measurement: a configuration against one target size, batch size and duplicate rate."""
+
+    config: str
+    target_rows: int
+    batch: int
+    dup_rate: float
+
+    @property
+    def label(self) -> str:
+        """A short unique name, used for table paths and checkpoints."""
+        return f"{self.config}_t{self.target_rows}_b{self.batch}_d{int(self.dup_rate * 100)}"
+
+
+@dataclass(frozen=True)
+class BenchSpec:
+    """A benchmark preset.
+
+    Attributes:
+        name: ``quick`` or ``default``.
+        events: distinct valid events produced per duplicate rate (copies come on top).
+        warmup_events: events of the warm-up topic, run through append and deltasink first
+            (unmeasured) so that no configuration pays the cold JVM's JIT and codegen.
+        partitions: Kafka partitions of each topic.
+        target_days: existing target rows are spread over this many days up to today.
+        cells: the measurements, run in order on the same produced data.
+    """
+
+    name: str
+    events: int
+    partitions: int
+    warmup_events: int
+    target_days: int
+    cells: tuple[Cell, ...] = field(default_factory=tuple)
+
+    def as_dict(self) -> dict[str, Any]:
+        """A JSON-ready description."""
+        return asdict(self)
+
+
+def _matrix(small: int, large: int, batch: int, big_batch: int) -> tuple[Cell, ...]:
+    """The documented subset: all five configs at one point, then the scaling questions."""
+    cells = [Cell(c, small, batch, 0.2) for c in CONFIGS]
+    cells += [Cell(c, t, batch, 0.2) for t in (0, large) for c in ("naive_merge", "deltasink")]
+    cells.append(Cell("append", large, batch, 0.2))
+    cells += [Cell(c, small, batch, 0.0) for c in ("append", "deltasink")]
+    cells += [Cell(c, small, big_batch, 0.2) for c in ("append", "deltasink")]
+    return tuple(cells)
+
+
+QUICK = BenchSpec("quick", events=4_000, partitions=2, warmup_events=1_000, target_days=90,
+                  cells=_matrix(20_000, 60_000, 2_000, 20_000))
+
+DEFAULT = BenchSpec("default", events=100_000, partitions=3, warmup_events=5_000, target_days=90,
+                    cells=_matrix(1_000_000, 10_000_000, 50_000, 500_000))
