@@ -35,8 +35,7 @@ class Profile:
     rounds: int          # checkpoint deletions between runs
 
 
-SHORT = Profile("short", events=3000, kills=3, points=("before_target_commit",
-                                                       "during_validation"),
+SHORT = Profile("short", events=3000, kills=3, points=("during_validation",),
                 batch=700, poison_run=5_000, small=600, rounds=2)
 LONG = Profile("long", events=50_000, kills=30,
                points=("before_quarantine_commit", "after_quarantine_commit",

@@ -13,7 +13,6 @@ from confluent_kafka import Producer
 from pyspark.sql import SparkSession
 
 from pipelines.broker import EmbeddedBroker
-from pipelines.errors import DeltasinkError
 from pipelines.run import run_pipeline
 from pipelines.topics import client_config, ensure_topic
 from tests.chaos.conftest import PROFILES, Profile, record
@@ -176,13 +175,6 @@ def test_empty_topic_then_a_single_record(spark: SparkSession, broker: EmbeddedB
 
 
 @pytest.mark.parametrize("profile", PROFILES)
-@pytest.mark.xfail(strict=True, raises=DeltasinkError, reason=(
-    "known bug (pipelines/sink/parse.py / merge.py / batch.py, outside the chaos suite's files): "
-    "an event_time before year 1000 or after 9999 parses in the JVM, then its event_date goes "
-    "through Python: year 99999 cannot be a datetime.date (batch.py collect), and year 1 becomes "
-    "the literal '1-01-01', which java.sql.Date.valueOf rejects (merge.py isin). The batch fails "
-    "on every restart: a poison-pill restart loop. Fix: quarantine event_time outside "
-    "1000..9999 as bad_timestamp:<field> in parse.py"))
 def test_event_time_outside_years_1000_to_9999_is_quarantined(
         spark: SparkSession, broker: EmbeddedBroker, lake: Path, topic: str,
         profile: Profile) -> None:

@@ -49,7 +49,7 @@ def test_outage_within_broker_timeout_is_ridden_out(
     sent = produce_events(bootstrap, topic, profile.small * 2, duplicate_rate=0.1,
                           poison_rate=0.01, seed=seed)
     cfg = make_config(lake, bootstrap, topic,
-                      source={"max_records_per_batch": max(200, profile.small // 2),
+                      source={"max_records_per_batch": profile.small,
                               "broker_timeout": "120s"})
     seconds = rng.uniform(5, 20)
     outage = Outage(own_broker, seconds)
@@ -71,7 +71,7 @@ def test_outage_beyond_broker_timeout_fails_clearly_and_the_next_run_completes(
                           poison_rate=0.01, seed=seed)
     timeout = 15.0
     cfg = make_config(lake, bootstrap, topic,
-                      source={"max_records_per_batch": max(200, profile.small // 2),
+                      source={"max_records_per_batch": profile.small,
                               "broker_timeout": f"{timeout:.0f}s"})
     outage = Outage(own_broker, None)
     try:
