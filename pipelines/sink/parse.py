@@ -5,7 +5,8 @@
 
 ``tombstone`` (null value) · ``oversized`` (value over ``max_record_bytes``) · ``invalid_utf8`` ·
 ``invalid_json`` · ``not_an_object`` · then, per schema field: ``missing:<f>`` (absent or null),
-``bad_type:<f>``, ``empty:<f>``, ``too_long:<f>``, ``bad_timestamp:<f>`` (unparseable, or no zone).
+``bad_type:<f>``, ``empty:<f>``, ``too_long:<f>``, ``bad_timestamp:<f>`` (unparseable, no zone,
+or a UTC year outside 1000..9999).
 """
 
 from __future__ import annotations
@@ -17,6 +18,9 @@ from schemas.base import EventSchema, FieldSpec
 
 #: An ISO-8601 timestamp must end with a zone: Z, +hh, +hhmm or +hh:mm.
 _ZONE_SUFFIX = r"(?i)(z|[+-][0-9]{2}(:?[0-9]{2})?)$"
+#: Years an event time may have (UTC). Spark parses far wider ranges, but event_date must also
+#: be a Python date and a java.sql.Date literal (4-digit years) for the partition-pruned MERGE.
+_YEARS = (1000, 9999)
 _V = "_variant"
 QUARANTINE_COLUMNS = ("kafka_topic", "kafka_partition", "kafka_offset", "kafka_timestamp",
                       "kafka_key", "raw_value", "reason", "pipeline", "batch_id", "quarantined_at")
@@ -47,9 +51,17 @@ def _field_checks(spec: FieldSpec) -> list[tuple[Column, str]]:
         checks.append((present & (F.length(text) > F.lit(spec.max_length)),
                        f"too_long:{spec.name}"))
     if spec.kind == "timestamp":
-        unparseable = text.try_cast("timestamp").isNull() | ~text.rlike(_ZONE_SUFFIX)
+        stamp = text.try_cast("timestamp")
+        year = F.year(_utc(stamp))
+        unparseable = (stamp.isNull() | ~text.rlike(_ZONE_SUFFIX)
+                       | (year < F.lit(_YEARS[0])) | (year > F.lit(_YEARS[1])))
         checks.append((present & unparseable, f"bad_timestamp:{spec.name}"))
     return checks
+
+
+def _utc(stamp: Column) -> Column:
+    """The UTC wall-clock time of a timestamp, whatever the session time zone."""
+    return F.to_utc_timestamp(stamp, F.current_timezone())
 
 
 def _field_value(spec: FieldSpec) -> Column:
@@ -88,7 +100,7 @@ def classify(raw: DataFrame, schema: EventSchema, max_record_bytes: int) -> Data
     event_time = _field_value(schema.field(schema.time_field))
     return parsed.select(
         *[_field_value(spec).alias(spec.name) for spec in schema.fields],
-        F.to_date(F.to_utc_timestamp(event_time, F.current_timezone())).alias("event_date"),
+        F.to_date(_utc(event_time)).alias("event_date"),
         F.col("topic").alias("kafka_topic"),
         F.col("partition").cast("long").alias("kafka_partition"),
         F.col("offset").alias("kafka_offset"),

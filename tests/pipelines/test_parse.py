@@ -24,7 +24,8 @@ def kafka_rows(spark: SparkSession, values: list[bytes | None]) -> DataFrame:
 
 
 def reasons(spark: SparkSession, values: list[bytes | None], limit: int = 1000) -> list[str | None]:
-    out = classify(kafka_rows(spark, values), SCHEMA, limit).orderBy("kafka_offset")
+    out = classify(kafka_rows(spark, values), SCHEMA, limit).select("kafka_offset", "_reason")
+    out = out.orderBy("kafka_offset")
     return [r["_reason"] for r in out.collect()]
 
 
@@ -63,6 +64,10 @@ def test_edge_values(spark: SparkSession) -> None:
         event(eid='"' + "x" * 257 + '"'): "too_long:event_id",
         event(ts='"2026-01-01T00:00:00"'): "bad_timestamp:event_time",  # no zone
         event(ts='"2026-01-01T00:00:00+0530"'): None,
+        event(ts='"0001-01-01T00:00:00Z"'): "bad_timestamp:event_time",
+        event(ts='"99999-01-01T00:00:00Z"'): "bad_timestamp:event_time",
+        event(ts='"9999-12-31T23:00:00-05:00"'): "bad_timestamp:event_time",  # UTC year 10000
+        event(ts='"1000-01-01T00:00:00Z"'): None,
         event(ts="1700000000"): "bad_type:event_time",
         event(extra=',"payload":[1]'): "bad_type:payload",
         event(extra=',"payload":null'): None,
