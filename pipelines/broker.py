@@ -75,6 +75,18 @@ def _pid_alive(pid: int) -> bool:
     return True
 
 
+def new_cluster_id() -> str:
+    """A KRaft cluster id: a random UUID in URL-safe base64.
+
+    Like Kafka's own ``Uuid.randomUuid``, never one that starts with ``-``: the storage tool would
+    read it as a command-line option (1 in 64 random ids).
+    """
+    while True:
+        cluster_id = base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
+        if not cluster_id.startswith("-"):
+            return cluster_id
+
+
 @dataclass(frozen=True)
 class EmbeddedBroker:
     """A single-node Kafka broker whose state lives in ``data_dir``."""
@@ -120,7 +132,7 @@ class EmbeddedBroker:
         (self.data_dir / "log4j2.properties").write_text(_LOG4J)
         (self.data_dir / "broker.json").write_text(json.dumps({"port": self.port}))
         if not (log_dir / "meta.properties").exists():
-            cluster_id = base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
+            cluster_id = new_cluster_id()
             proc = subprocess.run(
                 [java, "-cp", classpath, "kafka.tools.StorageTool", "format",
                  "-t", cluster_id, "-c", str(props)],
