@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import os
-import socket
 import threading
 import time
 from collections.abc import Iterator
@@ -13,20 +12,8 @@ from types import TracebackType
 
 from pyspark.sql import SparkSession
 
-from pipelines.broker import EmbeddedBroker
+from pipelines.broker import EmbeddedBroker, free_port_pair
 from pipelines.produce import produce_events
-
-
-def free_port_pair() -> int:
-    """A port P such that P and P+1 are both free (broker + controller)."""
-    for _ in range(50):
-        with socket.socket() as s:
-            s.bind(("127.0.0.1", 0))
-            port = int(s.getsockname()[1])
-        with socket.socket() as s2:
-            if s2.connect_ex(("127.0.0.1", port + 1)) != 0 and port < 65000:
-                return port
-    raise RuntimeError("no free port pair")
 
 
 @contextmanager

@@ -65,6 +65,17 @@ def port_open(port: int, host: str = "127.0.0.1") -> bool:
         return sock.connect_ex((host, port)) == 0
 
 
+def free_port_pair() -> int:
+    """A free loopback port P whose neighbour P+1 is free too (listener + controller)."""
+    for _ in range(50):
+        with socket.socket() as sock:
+            sock.bind(("127.0.0.1", 0))
+            port = int(sock.getsockname()[1])
+        if port < 65000 and not port_open(port + 1):
+            return port
+    raise BrokerError("found no free pair of loopback ports")
+
+
 def _pid_alive(pid: int) -> bool:
     try:
         os.kill(pid, 0)
