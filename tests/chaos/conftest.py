@@ -16,9 +16,7 @@ from pathlib import Path
 import pytest
 from _pytest.terminal import TerminalReporter
 
-from pipelines.broker import EmbeddedBroker
-from pipelines.errors import BrokerError
-from tests.conftest import free_port_pair
+from pipelines.broker import EmbeddedBroker, free_port_pair
 from tests.support.checker import Verdict
 
 
@@ -102,16 +100,7 @@ def topic() -> str:
 @pytest.fixture
 def own_broker(tmp_path: Path) -> Iterator[EmbeddedBroker]:
     """A broker of this test only, so that pausing or stopping it disturbs nobody else."""
-    for attempt in range(3):
-        try:
-            node = EmbeddedBroker.at(tmp_path / f"broker{attempt}",
-                                     port=free_port_pair()).start(timeout=120)
-            break
-        except BrokerError as exc:
-            # pipelines/broker.py passes a random base64 cluster id as `-t <id>`; one in 64
-            # starts with '-', and kafka-storage then rejects it. Retry with a fresh id.
-            if "formatting Kafka storage" not in str(exc) or attempt == 2:
-                raise
+    node = EmbeddedBroker.at(tmp_path / "broker", port=free_port_pair()).start(timeout=120)
     yield node
     node.resume()
     node.stop()

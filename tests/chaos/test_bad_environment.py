@@ -11,7 +11,7 @@ from pyspark.sql import SparkSession
 from pyspark.sql.types import IntegerType, StringType, StructField, StructType
 
 from pipelines import jvm
-from pipelines.broker import EmbeddedBroker
+from pipelines.broker import EmbeddedBroker, free_port_pair
 from pipelines.config import PipelineConfig
 from pipelines.errors import (
     BrokerError,
@@ -24,7 +24,6 @@ from pipelines.errors import (
 from pipelines.run import run_pipeline
 from pipelines.topics import ensure_topic
 from tests.chaos.conftest import PROFILES, Profile, record
-from tests.conftest import free_port_pair
 from tests.support import runner
 from tests.support.configs import make_config, write_config
 

@@ -187,4 +187,10 @@ def test_event_time_outside_years_1000_to_9999_is_quarantined(
     run_pipeline(spark, cfg, validate=False, progress=lambda _l: None)
     reasons = {r["kafka_offset"]: r["reason"]
                for r in cfg.target.quarantine_ref.read(spark).collect()}
-    assert all(reasons.get(o, "").startswith("bad_timestamp") for o in far[:2])
+    assert all(reasons.get(o, "").startswith("bad_timestamp:event_time") for o in far[:2]), reasons
+    landed = [r["event_id"] for r in cfg.target.ref.read(spark).select("event_id").collect()]
+    verdict = Verdict(lost=int(landed != ["after-far"]), duplicated=0, unexpected=0,
+                      quarantine_lost=sum(1 for o in far[:2] if o not in reasons),
+                      quarantine_duplicated=0)
+    record("7 event_time in year 1 / 99999", profile, verdict, "bad_timestamp, job alive")
+    assert landed == ["after-far"]
