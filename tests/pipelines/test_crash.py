@@ -2,10 +2,7 @@
 
 from __future__ import annotations
 
-import os
 import signal
-import subprocess
-import sys
 import uuid
 from pathlib import Path
 
@@ -18,25 +15,7 @@ from pipelines.config_loader import load_config
 from pipelines.produce import produce_events
 from tests.support.checker import check
 from tests.support.configs import write_config
-
-DELTASINK = str(Path(sys.executable).parent / "deltasink")
-
-
-def deltasink_run(config: Path, fault: str | None = None) -> subprocess.CompletedProcess[str]:
-    """Run the CLI as its own process group; kill the whole group if the driver was killed."""
-    env = {k: v for k, v in os.environ.items() if k != "DELTASINK_FAULT"}
-    if fault:
-        env["DELTASINK_FAULT"] = fault
-    proc = subprocess.Popen([DELTASINK, "run", "--config", str(config), "--no-validate"],
-                            env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                            start_new_session=True)
-    out, err = proc.communicate(timeout=900)
-    if proc.returncode < 0:  # like a lost node: nothing of the job survives, JVM included
-        try:
-            os.killpg(proc.pid, signal.SIGKILL)
-        except ProcessLookupError:
-            pass
-    return subprocess.CompletedProcess(proc.args, proc.returncode, out, err)
+from tests.support.runner import run
 
 
 @pytest.mark.slow
@@ -50,7 +29,7 @@ def test_kill_mid_batch_then_restart_leaves_no_duplicate_and_no_gap(
                         source={"max_records_per_batch": 500})
     cfg = load_config(path, environ={})
 
-    crashed = deltasink_run(path, fault=f"{point}@1")
+    crashed = run(path, fault=f"{point}@1")
     assert crashed.returncode == -signal.SIGKILL, crashed.stderr[-2000:]
     assert f"injected fault at {point} (batch 1)" in crashed.stderr
     checkpoint = Path(cfg.checkpoint)
@@ -59,7 +38,7 @@ def test_kill_mid_batch_then_restart_leaves_no_duplicate_and_no_gap(
     committed = {c.batch_id for c in state.sink_commits(spark, cfg.target.ref, cfg.name)}
     assert (1 in committed) == (point == "after_target_commit")
 
-    resumed = deltasink_run(path)
+    resumed = run(path)
     assert resumed.returncode == 0, resumed.stderr[-2000:]
     if point == "after_target_commit":
         assert "batch 1: " in resumed.stdout and "(replay: already committed, skipped)" in \
