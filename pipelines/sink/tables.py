@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import time
+
 from pyspark.sql import SparkSession
 from pyspark.sql.types import (
     BinaryType,
@@ -13,7 +15,7 @@ from pyspark.sql.types import (
 )
 
 from pipelines.config import PipelineConfig
-from pipelines.errors import SchemaError
+from pipelines.errors import DeltasinkError, SchemaError
 from pipelines.tables import TableRef
 from schemas.base import EventSchema
 
@@ -72,7 +74,30 @@ def ensure_sink_tables(spark: SparkSession, config: PipelineConfig, schema: Even
         (config.target.ref, target_schema, config.target.partition_by),
         (config.target.quarantine_ref, QUARANTINE_SCHEMA, ()),
     ):
-        if ref.exists(spark):
-            check_compatible(spark, ref, expected)
-        else:
-            ref.create_if_missing(spark, expected, tuple(parts))
+        create_or_check(spark, ref, expected, tuple(parts))
+
+
+def create_or_check(spark: SparkSession, ref: TableRef, expected: StructType,
+                    partition_by: tuple[str, ...], attempts: int = 5) -> None:
+    """Create ``ref`` if missing, else check its schema; safe when writers race to create it.
+
+    Two pipelines starting on one new table both try to create it: one gets Delta's
+    ProtocolChangedException, or reads the table before its first commit. Either way it waits a
+    moment and looks again, and then finds the table and checks it.
+
+    Raises:
+        SchemaError: the existing table does not fit ``expected``.
+    """
+    for attempt in range(attempts):
+        try:
+            if ref.exists(spark):
+                check_compatible(spark, ref, expected)
+            else:
+                ref.create_if_missing(spark, expected, partition_by)
+            return
+        except DeltasinkError:
+            raise
+        except Exception:
+            if attempt == attempts - 1:
+                raise
+            time.sleep(0.5 * (attempt + 1))
