@@ -76,8 +76,9 @@ def run_pipeline(spark: SparkSession, config: PipelineConfig, *, trigger: str = 
     say(f"run {run_id}: {config.describe}")
     with checkpoint.exclusive(config.checkpoint, config.name):
         checkpoint.latest_offsets(config.checkpoint)  # fail fast on a damaged checkpoint
-        check_retention(spark, config, say)
-        _stream(spark, config, run_id, trigger, interval, partitions, on_batch, say)
+        recorded = state.recorded_offsets(spark, config.target.ref, config.name)
+        check_retention(config, recorded, say)
+        _stream(spark, config, run_id, trigger, interval, partitions, on_batch, say, recorded)
     result = RunResult(config.name, run_id, tuple(batches))
     say(f"run {run_id} done: {len(batches)} batches, in={result.records_in} "
         f"inserted={result.inserted} quarantined={result.quarantined}")
@@ -88,11 +89,11 @@ def run_pipeline(spark: SparkSession, config: PipelineConfig, *, trigger: str = 
 
 def _stream(spark: SparkSession, config: PipelineConfig, run_id: str, trigger: str,
             interval: str, partitions: dict[str, list[int]],
-            on_batch: Callable[[BatchMetrics], None], say: Progress) -> None:
+            on_batch: Callable[[BatchMetrics], None], say: Progress,
+            recorded: dict[str, dict[int, int]] | None) -> None:
     outage: dict[str, float] = {}  # 'since': when the broker stopped answering
     failures: list[DeltasinkError] = []
     while True:
-        recorded = state.recorded_offsets(spark, config.target.ref, config.name)
         start: str = config.source.starting_offsets
         if not checkpoint.has_state(config.checkpoint):
             start = starting_offsets(recorded, partitions, start)
@@ -138,6 +139,7 @@ def _stream(spark: SparkSession, config: PipelineConfig, run_id: str, trigger: s
             say(f"Kafka unavailable ({waited:.0f}s so far); retrying within "
                 f"{config.source.broker_timeout:.0f}s")
             time.sleep(min(5.0, config.source.broker_timeout))
+            recorded = state.recorded_offsets(spark, config.target.ref, config.name)  # moved on
         except KeyboardInterrupt:
             say("interrupted: stopping after the current batch")
             query.stop()
@@ -196,13 +198,13 @@ def check_writable(config: PipelineConfig) -> None:
                               f"Fix its permissions or point {key} elsewhere.")
 
 
-def check_retention(spark: SparkSession, config: PipelineConfig, say: Progress) -> None:
+def check_retention(config: PipelineConfig, recorded: dict[str, dict[int, int]] | None,
+                    say: Progress) -> None:
     """Compare the offsets the table recorded with the earliest ones Kafka still has.
 
     Raises:
         SourceError: retention deleted unread offsets and ``source.fail_on_data_loss`` is true.
     """
-    recorded = state.recorded_offsets(spark, config.target.ref, config.name)
     gone = topics.deleted_offsets(config.source, recorded or {})
     if not gone:
         return
