@@ -11,8 +11,7 @@ same thing twice (a retried validation, a replayed batch) adds nothing.
 
 from __future__ import annotations
 
-import time
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from datetime import UTC, date, datetime
 from typing import Any
 
@@ -28,6 +27,7 @@ from pyspark.sql.types import (
 )
 
 from pipelines.config import PipelineConfig
+from pipelines.sink.commit import with_conflict_retry
 from pipelines.sink.metrics import BatchMetrics
 from pipelines.tables import TableRef
 from quality.model import ValidationReport
@@ -66,21 +66,8 @@ METRICS_SCHEMA = StructType([
 ])
 METRICS_KEY = ("pipeline", "query_id", "batch_id")
 
-#: Attempts of an insert-only MERGE that loses a race with another writer.
-_MERGE_ATTEMPTS = 5
-
-
-def _retry_on_conflict(action: Callable[[], None]) -> None:
-    """Run ``action``, retrying a few times when Delta reports a concurrent-commit conflict."""
-    for attempt in range(1, _MERGE_ATTEMPTS + 1):
-        try:
-            action()
-            return
-        except Exception as exc:
-            conflict = "Concurrent" in f"{type(exc).__name__} {exc}"[:500]
-            if not conflict or attempt == _MERGE_ATTEMPTS:
-                raise
-            time.sleep(0.2 * attempt)
+#: Retries of a bookkeeping write that loses a race with another writer.
+_RETRIES = 4
 
 
 def insert_new(
@@ -96,18 +83,19 @@ def insert_new(
         rows: the candidate rows, as dicts with the schema's columns.
         key: the columns that identify a row; compared null-safely.
     """
-    ref.create_if_missing(spark, schema)
-    if not rows:
-        return
     unique = list({tuple(row[k] for k in key): row for row in rows}.values())
-    source = spark.createDataFrame(unique, schema)
     condition = " AND ".join(f"t.`{k}` <=> s.`{k}`" for k in key)
 
-    def merge() -> None:
-        (ref.delta(spark).alias("t").merge(source.alias("s"), condition)
-         .whenNotMatchedInsertAll().execute())
+    def create_and_merge() -> None:
+        # Creation is inside the retry: pipelines sharing these tables may race to create them.
+        ref.create_if_missing(spark, schema)
+        if unique:
+            source = spark.createDataFrame(unique, schema)
+            (ref.delta(spark).alias("t").merge(source.alias("s"), condition)
+             .whenNotMatchedInsertAll().execute())
 
-    _retry_on_conflict(merge)
+    with_conflict_retry(create_and_merge, retries=_RETRIES, what=f"recording into "
+                        f"{ref.describe()}", backoff=0.2)
 
 
 def write_validation_results(
