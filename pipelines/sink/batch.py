@@ -14,7 +14,6 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 
-from pyspark import StorageLevel
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
@@ -22,6 +21,7 @@ from pipelines import faults
 from pipelines.config import PipelineConfig
 from pipelines.sink.commit import app_id_for, commit_metadata, txn, with_conflict_retry
 from pipelines.sink.dedup import dedup_on_key
+from pipelines.sink.materialize import materialize, release
 from pipelines.sink.merge import MergeOutcome, insert_only_merge, literal_filter, range_filter
 from pipelines.sink.metrics import BatchMetrics
 from pipelines.sink.parse import classify, quarantine_rows, valid_events
@@ -56,8 +56,8 @@ class BatchSink:
         start, started_at = time.monotonic(), datetime.now(UTC)
         stages: dict[str, float] = {}
         app_id = app_id_for(self.config.name, self.query_id(spark))
-        classified = classify(batch, self.schema, self.config.source.max_record_bytes)
-        classified = classified.persist(StorageLevel.MEMORY_AND_DISK)
+        classified = materialize(
+            classify(batch, self.schema, self.config.source.max_record_bytes))
         deduped: DataFrame | None = None
         try:
             per_partition = classified.groupBy("kafka_topic", "kafka_partition").agg(
@@ -82,8 +82,7 @@ class BatchSink:
 
             mark = time.monotonic()
             key = self.config.target.dedup_key
-            deduped = dedup_on_key(valid_events(classified, self.schema), key)
-            deduped = deduped.persist(StorageLevel.MEMORY_AND_DISK)
+            deduped = materialize(dedup_on_key(valid_events(classified, self.schema), key))
             parts = list(self.config.target.partition_by)
             groups = deduped.groupBy(*parts).count().collect() if parts else \
                 [deduped.agg(F.count(F.lit(1)).alias("count")).first()]
@@ -96,9 +95,8 @@ class BatchSink:
             stages["merge_commit"] = time.monotonic() - mark
             faults.maybe_crash("after_target_commit", batch_id)
         finally:
-            classified.unpersist()
-            if deduped is not None:
-                deduped.unpersist()
+            release(classified)
+            release(deduped)
 
         valid = records_in - quarantined
         self.on_batch(BatchMetrics(
