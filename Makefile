@@ -5,7 +5,7 @@ PY     := $(VENV)/bin/python
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.install.stamp
 
-.PHONY: install demo test lint typecheck unit chaos bench clean
+.PHONY: install demo test lint typecheck unit chaos bench bench-memory clean
 
 install: $(STAMP)
 
@@ -36,6 +36,10 @@ chaos: install
 
 bench: install
 	$(PY) -m bench.run
+
+# A 5M-record backlog through deltasink in 500k batches; checks the driver's peak RSS < 3 GiB.
+bench-memory: install
+	$(PY) -m bench.memory
 
 clean:
 	rm -rf lake .mypy_cache .ruff_cache .pytest_cache
