@@ -41,3 +41,25 @@ def summarize(batches: list[dict[str, Any]], records: int, wall_s: float) -> dic
             out[f"{stage}_median_s"] = round(statistics.median(values), 3)
             out[f"{stage}_p95_s"] = round(p95(values), 3)
     return out
+
+
+def combine(first: dict[str, Any], second: dict[str, Any]) -> dict[str, Any]:
+    """One cell's figures over two passes (run in opposite order, so drift hits both sides).
+
+    Events/s and the per-batch medians are recomputed over both passes' batches together; the
+    two passes' own events/s are kept in ``events_per_s_passes``; ``files_written`` stays the
+    first pass's (both write the same data).
+    """
+    batches = first["per_batch"] + second["per_batch"]
+    out = {**first, **summarize(batches, first["records"] + second["records"],
+                                first["wall_s"] + second["wall_s"])}
+    jobs = first["spark_jobs"] + second["spark_jobs"]
+    out.update({
+        "per_batch": batches, "spark_jobs": jobs,
+        "jobs_per_batch": round(jobs / len(batches), 1) if batches else None,
+        "events_per_s_passes": [first["events_per_s"], second["events_per_s"]],
+        "peak_rss_bytes": max(first["peak_rss_bytes"], second["peak_rss_bytes"]),
+        "peak_rss_gib": max(first["peak_rss_gib"], second["peak_rss_gib"]),
+        "load": f"{first['load']}/{second['load']}",
+    })
+    return out

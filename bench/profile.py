@@ -48,6 +48,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--batch", type=int, default=10_000)
     parser.add_argument("--target-rows", type=int, default=200_000)
     parser.add_argument("--variants", default=",".join(VARIANTS))
+    parser.add_argument("--event-log", type=Path, metavar="DIR",
+                        help="also write Spark's event log here (read it with bench.eventlog)")
     args = parser.parse_args(argv)
     with tempfile.TemporaryDirectory(prefix="deltasink-profile-") as tmp:
         work = Path(tmp)
@@ -55,7 +57,12 @@ def main(argv: list[str] | None = None) -> int:
             env.produce(node.bootstrap_servers, 0.2, args.events, 3)
             from pipelines.spark import get_spark
 
-            spark = get_spark("deltasink-profile")
+            conf = {} if args.event_log is None else {
+                "spark.eventLog.enabled": "true",
+                "spark.eventLog.dir": args.event_log.resolve().as_uri()}
+            if args.event_log is not None:
+                args.event_log.mkdir(parents=True, exist_ok=True)
+            spark = get_spark("deltasink-profile", conf=conf)
             pids = env.driver_pids(int(spark._jvm.ProcessHandle.current().pid()))  # type: ignore[union-attr]
             base = work / "base"
             build_target(spark, base, args.target_rows, 90)

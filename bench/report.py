@@ -58,7 +58,8 @@ def goals(results: list[Result], small: int, large: int, batch: int) -> list[Res
 
 _COLUMNS = (("config", "config"), ("target_rows", "target rows"), ("batch", "batch"),
             ("dup_rate", "dups"), ("records", "records"), ("batches", "batches"),
-            ("events_per_s", "events/s"), ("batch_median_s", "batch med s"),
+            ("events_per_s", "events/s"), ("events_per_s_passes", "events/s per pass"),
+            ("batch_median_s", "batch med s"),
             ("batch_p95_s", "batch p95 s"), ("read_parse_median_s", "read+parse med"),
             ("dedup_median_s", "dedup med"), ("merge_commit_median_s", "merge+commit med"),
             ("merge_commit_p95_s", "merge+commit p95"), ("write_s_median_s", "addBatch med"),
@@ -73,6 +74,8 @@ def _cell(value: Any) -> str:
         return f"{value:g}"
     if isinstance(value, int):
         return f"{value:,}"
+    if isinstance(value, list):
+        return " / ".join(_cell(v) for v in value)
     return str(value)
 
 
@@ -83,7 +86,9 @@ def markdown(meta: Result, results: list[Result], judged: list[Result]) -> str:
              f"{meta['load_start']}, at end {meta['load_end']}. Spark start-up "
              f"{meta['spark_startup_s']}s; total {meta['total_s']}s. "
              f"{meta['events']:,} distinct events per topic (+ duplicate copies). "
-             f"Cells done: {meta['cells_done']}.", "",
+             f"Cells done: {meta['cells_done']}; passes: {meta['spec'].get('passes', 1)} "
+             f"({meta.get('passes_done', '')}; with 2, the second runs the cells in reverse "
+             "order and each row is computed over both).", "",
              "| " + " | ".join(h for _, h in _COLUMNS) + " |",
              "|" + "---|" * len(_COLUMNS)]
     for r in results:

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from bench import configs, env, report
-from bench.measure import summarize
+from bench.measure import combine, summarize
 from bench.spec import DEFAULT, QUICK, BenchSpec, Cell
 from bench.targets import build_target, copy_target
 from pipelines.config import PipelineConfig
@@ -116,17 +116,23 @@ def main(argv: list[str] | None = None) -> int:
                 measure(Cell(config, 0, max(1, spec.warmup_events // 2), 0.0), spark,
                         node.bootstrap_servers, work / "warmup", bases, pids, "bench_warmup")
             say("warm-up done (append and deltasink on a small topic, not reported)")
-            results: list[dict[str, Any]] = []
             meta: dict[str, Any] = {"preset": spec.name, "spec": spec.as_dict(),
                                     "started": started.isoformat(timespec="seconds"),
                                     "host": f"{platform.node()} ({platform.machine()})",
                                     "load_start": load_start, "spark_startup_s": startup,
                                     "events": spec.events, "python": sys.version.split()[0]}
-            for cell in cells:
-                result = measure(cell, spark, node.bootstrap_servers, work, bases, pids)
-                results.append(result)
-                say(f"{cell.label}: {result['events_per_s']:,} events/s, "
-                    f"{result['batches']} batches, load {result['load']}")
+            done: dict[Cell, dict[str, Any]] = {}
+            results: list[dict[str, Any]] = []
+            order = cells if spec.passes == 1 else cells + cells[::-1]
+            for n, cell in enumerate(order):
+                run = n // len(cells)
+                result = measure(cell, spark, node.bootstrap_servers, work / f"pass{run}", bases,
+                                 pids)
+                done[cell] = combine(done[cell], result) if cell in done else result
+                meta["passes_done"] = f"{n + 1}/{len(order)} measurements"
+                say(f"{cell.label} (pass {run + 1}): {result['events_per_s']:,} "
+                    f"events/s, {result['batches']} batches, load {result['load']}")
+                results = [done[c] for c in cells if c in done]
                 _write(args.out, spec, meta, results, t0)  # partial results survive a kill
             spark.stop()
     md = _write(args.out, spec, meta, results, t0)

@@ -35,6 +35,8 @@ class BenchSpec:
             (unmeasured) so that no configuration pays the cold JVM's JIT and codegen.
         partitions: Kafka partitions of each topic.
         target_days: existing target rows are spread over this many days up to today.
+        passes: 1, or 2 to measure every cell twice, the second pass in reverse order, so that
+            drift over the run (JIT warm-up, machine load) does not favour the later cells.
         cells: the measurements, run in order on the same produced data.
     """
 
@@ -44,6 +46,7 @@ class BenchSpec:
     warmup_events: int
     target_days: int
     cells: tuple[Cell, ...] = field(default_factory=tuple)
+    passes: int = 1
 
     def as_dict(self) -> dict[str, Any]:
         """A JSON-ready description."""
@@ -63,5 +66,5 @@ def _matrix(small: int, large: int, batch: int, big_batch: int) -> tuple[Cell, .
 QUICK = BenchSpec("quick", events=4_000, partitions=2, warmup_events=1_000, target_days=90,
                   cells=_matrix(20_000, 60_000, 2_000, 20_000))
 
-DEFAULT = BenchSpec("default", events=100_000, partitions=3, warmup_events=5_000, target_days=90,
-                    cells=_matrix(1_000_000, 10_000_000, 50_000, 500_000))
+DEFAULT = BenchSpec("default", events=300_000, partitions=3, warmup_events=20_000, target_days=90,
+                    cells=_matrix(1_000_000, 10_000_000, 50_000, 500_000), passes=2)
