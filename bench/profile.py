@@ -57,11 +57,11 @@ def main(argv: list[str] | None = None) -> int:
             env.produce(node.bootstrap_servers, 0.2, args.events, 3)
             from pipelines.spark import get_spark
 
-            conf = {} if args.event_log is None else {
-                "spark.eventLog.enabled": "true",
-                "spark.eventLog.dir": args.event_log.resolve().as_uri()}
-            if args.event_log is not None:
+            conf: dict[str, str] = {}
+            if args.event_log is not None:  # plain JSON, so bench.eventlog needs no zstd
                 args.event_log.mkdir(parents=True, exist_ok=True)
+                conf = {"spark.eventLog.enabled": "true", "spark.eventLog.compress": "false",
+                        "spark.eventLog.dir": args.event_log.resolve().as_uri()}
             spark = get_spark("deltasink-profile", conf=conf)
             pids = env.driver_pids(int(spark._jvm.ProcessHandle.current().pid()))  # type: ignore[union-attr]
             base = work / "base"
