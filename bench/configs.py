@@ -16,7 +16,8 @@ from typing import Any
 from pyspark.sql import DataFrame, SparkSession
 
 from bench.stream import batch_rows, run_available_now
-from pipelines.config import PipelineConfig
+from pipelines.config.model import PipelineConfig
+from pipelines.kafka.source import read_stream
 from pipelines.run import run_pipeline
 from pipelines.sink.batch import BatchSink
 from pipelines.sink.commit import txn, with_conflict_retry
@@ -24,7 +25,6 @@ from pipelines.sink.merge import MergeOutcome, insert_only_merge
 from pipelines.sink.metrics import BatchMetrics
 from pipelines.sink.parse import classify, valid_events
 from pipelines.sink.tables import ensure_sink_tables
-from pipelines.source import read_stream
 from schemas import get_schema
 
 #: The peer approach needs a watermark longer than the events' spread (3 days), or it would

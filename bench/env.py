@@ -12,8 +12,8 @@ from types import TracebackType
 
 from pyspark.sql import SparkSession
 
-from pipelines.broker import EmbeddedBroker, free_port_pair
-from pipelines.produce import produce_events
+from pipelines.kafka.broker import EmbeddedBroker, free_port_pair
+from pipelines.kafka.produce import produce_events
 
 
 @contextmanager

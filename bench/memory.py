@@ -31,7 +31,7 @@ CHUNK = 500_000
 
 def produce_backlog(bootstrap: str, records: int, dup_rate: float, partitions: int) -> None:
     """Produce about ``records`` records (distinct events plus ``dup_rate`` copies), chunked."""
-    from pipelines.produce import produce_events
+    from pipelines.kafka.produce import produce_events
 
     distinct = round(records / (1 + dup_rate))
     done = 0
@@ -64,7 +64,7 @@ def main(argv: list[str] | None = None) -> int:
                             "--dup-rate", str(args.dup_rate), "--produce-only",
                             node.bootstrap_servers], check=True)
             produced_s = time.monotonic() - mark
-            from pipelines.spark import get_spark
+            from pipelines.runtime.spark import get_spark
 
             spark = get_spark("deltasink-memory")
             pids = env.driver_pids(int(spark._jvm.ProcessHandle.current().pid()))  # type: ignore[union-attr]

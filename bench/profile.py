@@ -55,7 +55,7 @@ def main(argv: list[str] | None = None) -> int:
         work = Path(tmp)
         with env.broker(work / "broker") as node:
             env.produce(node.bootstrap_servers, 0.2, args.events, 3)
-            from pipelines.spark import get_spark
+            from pipelines.runtime.spark import get_spark
 
             conf: dict[str, str] = {}
             if args.event_log is not None:  # plain JSON, so bench.eventlog needs no zstd

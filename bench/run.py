@@ -20,8 +20,8 @@ from bench import configs, env, report
 from bench.measure import combine, summarize
 from bench.spec import DEFAULT, QUICK, BenchSpec, Cell
 from bench.targets import build_target, copy_target
-from pipelines.config import PipelineConfig
-from pipelines.produce import produce_events
+from pipelines.config.model import PipelineConfig
+from pipelines.kafka.produce import produce_events
 
 RESULTS = Path(__file__).resolve().parent / "results"
 
@@ -97,7 +97,7 @@ def main(argv: list[str] | None = None) -> int:
             for rate in sorted({c.dup_rate for c in cells}):
                 sent = env.produce(node.bootstrap_servers, rate, spec.events, spec.partitions)
                 say(f"produced {sent:,} records to {env.topic_name(rate)}")
-            from pipelines.spark import get_spark
+            from pipelines.runtime.spark import get_spark
 
             mark = time.monotonic()
             spark = get_spark("deltasink-bench")

@@ -5,7 +5,7 @@
 # MAGIC 1. `OPTIMIZE` the target, quarantine, quality-results and run-metrics tables (compaction).
 # MAGIC 2. `VACUUM` them, keeping `retain_hours` of history (at least 168 h: retried batches,
 # MAGIC    pinned validation snapshots and recovery / time travel within Kafka's replay horizon
-# MAGIC    still need older files; see `pipelines/maintenance.py`).
+# MAGIC    still need older files; see `pipelines/ops/maintenance.py`).
 # MAGIC 3. Validate the **whole** target table (uniqueness of `event_id` included); the task fails
 # MAGIC    if any expectation fails.
 # MAGIC

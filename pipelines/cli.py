@@ -24,14 +24,14 @@ def _say(line: str) -> None:
 
 
 def _config(args: argparse.Namespace):  # type: ignore[no-untyped-def]
-    from pipelines.config_loader import load_config
+    from pipelines.config.loader import load_config
 
     return load_config(args.config)
 
 
 def cmd_setup(args: argparse.Namespace) -> int:
-    from pipelines import jvm
-    from pipelines.spark import get_spark
+    from pipelines.runtime import jvm
+    from pipelines.runtime.spark import get_spark
 
     for line in jvm.fetch():
         _say(line)
@@ -43,7 +43,7 @@ def cmd_setup(args: argparse.Namespace) -> int:
 
 
 def cmd_broker(args: argparse.Namespace) -> int:
-    from pipelines.broker import DEFAULT_DATA_DIR, EmbeddedBroker
+    from pipelines.kafka.broker import DEFAULT_DATA_DIR, EmbeddedBroker
 
     node = EmbeddedBroker.at(args.data_dir or DEFAULT_DATA_DIR, args.port)
     if args.action == "start":
@@ -60,7 +60,7 @@ def cmd_broker(args: argparse.Namespace) -> int:
 
 
 def cmd_produce(args: argparse.Namespace) -> int:
-    from pipelines.produce import produce_events
+    from pipelines.kafka.produce import produce_events
 
     config = _config(args)
     topic = args.topic or (config.source.topics[0] if config.source.topics else None)
@@ -75,7 +75,7 @@ def cmd_produce(args: argparse.Namespace) -> int:
 
 def cmd_run(args: argparse.Namespace) -> int:
     from pipelines.run import run_pipeline
-    from pipelines.spark import get_spark
+    from pipelines.runtime.spark import get_spark
 
     config = _config(args)
     run_pipeline(get_spark(), config, trigger=args.trigger, interval=args.interval,
@@ -84,8 +84,8 @@ def cmd_run(args: argparse.Namespace) -> int:
 
 
 def cmd_status(args: argparse.Namespace) -> int:
-    from pipelines.spark import get_spark
-    from pipelines.status import collect_status, format_status
+    from pipelines.ops.status import collect_status, format_status
+    from pipelines.runtime.spark import get_spark
 
     status = collect_status(get_spark(), _config(args))
     if args.json:
@@ -97,7 +97,7 @@ def cmd_status(args: argparse.Namespace) -> int:
 
 
 def cmd_validate(args: argparse.Namespace) -> int:
-    from pipelines.spark import get_spark
+    from pipelines.runtime.spark import get_spark
     from quality.results import latest_run_dates
     from quality.validate import validate_table
 
@@ -117,7 +117,7 @@ def cmd_validate(args: argparse.Namespace) -> int:
 
 
 def cmd_report(args: argparse.Namespace) -> int:
-    from pipelines.spark import get_spark
+    from pipelines.runtime.spark import get_spark
     from quality.report import write_report
 
     out = write_report(get_spark(), _config(args), Path(args.out) if args.out else None)
@@ -126,7 +126,7 @@ def cmd_report(args: argparse.Namespace) -> int:
 
 
 def cmd_demo(args: argparse.Namespace) -> int:
-    from pipelines.demo import run_demo
+    from pipelines.ops.demo import run_demo
 
     return run_demo(Path(args.dir), args.port)
 

@@ -19,16 +19,16 @@ from collections.abc import Callable, Mapping, Sequence
 from datetime import date
 from typing import TYPE_CHECKING, Any
 
-from pipelines.config import PipelineConfig
-from pipelines.config_loader import parse_config
+from pipelines.config.loader import parse_config
+from pipelines.config.model import PipelineConfig
 from pipelines.errors import ConfigError, QualityError
+from pipelines.runtime.spark import get_spark, on_databricks
 from pipelines.sink.metrics import BatchMetrics, RunResult
-from pipelines.spark import get_spark, on_databricks
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
-    from pipelines.maintenance import MaintenanceReport
+    from pipelines.ops.maintenance import MaintenanceReport
     from quality.model import ValidationReport
 
 #: ``secrets(scope, key) -> value``, i.e. ``dbutils.secrets.get``.
@@ -240,7 +240,7 @@ def maintain(params: Mapping[str, str], *,
     Raises:
         ConfigError | QualityError: ``retain_hours`` is not >= 168, or validation failed.
     """
-    from pipelines.maintenance import run_maintenance
+    from pipelines.ops.maintenance import run_maintenance
 
     values = read_widgets(params.__getitem__, MAINTENANCE_WIDGETS)
     hours = _parse("retain_hours", values["retain_hours"],

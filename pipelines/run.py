@@ -13,8 +13,9 @@ from pyspark.errors import StreamingQueryException
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql.streaming.query import StreamingQuery
 
-from pipelines import checkpoint, faults, state, topics
-from pipelines.config import PipelineConfig
+from pipelines import checkpoint, faults, state
+from pipelines.config.model import PipelineConfig
+from pipelines.config.units import parse_duration
 from pipelines.errors import (
     BrokerError,
     ConfigError,
@@ -22,11 +23,11 @@ from pipelines.errors import (
     QualityError,
     SourceError,
 )
+from pipelines.kafka import topics
+from pipelines.kafka.source import read_stream, starting_offsets
 from pipelines.sink.batch import BatchSink
 from pipelines.sink.metrics import BatchMetrics, RunResult
 from pipelines.sink.tables import ensure_sink_tables
-from pipelines.source import read_stream, starting_offsets
-from pipelines.units import parse_duration
 from schemas import get_schema
 
 log = logging.getLogger("deltasink")

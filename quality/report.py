@@ -16,7 +16,7 @@ from pathlib import Path
 
 from pyspark.sql import Row, SparkSession
 
-from pipelines.config import PipelineConfig
+from pipelines.config.model import PipelineConfig
 from quality.charts import (
     RunTotals,
     VerdictTotals,

@@ -26,7 +26,7 @@ from pyspark.sql.types import (
     TimestampType,
 )
 
-from pipelines.config import PipelineConfig
+from pipelines.config.model import PipelineConfig
 from pipelines.sink.commit import with_conflict_retry
 from pipelines.sink.metrics import BatchMetrics
 from pipelines.tables import TableRef

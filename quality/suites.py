@@ -29,7 +29,7 @@ from great_expectations.expectations.core.expect_compound_columns_to_be_unique i
 )
 from great_expectations.expectations.expectation import Expectation
 
-from pipelines.config import PipelineConfig
+from pipelines.config.model import PipelineConfig
 from pipelines.sink.metrics import RunResult
 from quality.model import ExpectationOutcome
 from schemas import EventSchema, get_schema

@@ -16,7 +16,7 @@ from pathlib import Path
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
-from pipelines.config import PipelineConfig
+from pipelines.config.model import PipelineConfig
 from pipelines.errors import QualityError
 from pipelines.sink.metrics import RunResult
 from pipelines.tables import TableRef

@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 from pyspark.sql import SparkSession
 
-from pipelines.broker import EmbeddedBroker, free_port_pair
-from pipelines.spark import get_spark
+from pipelines.kafka.broker import EmbeddedBroker, free_port_pair
+from pipelines.runtime.spark import get_spark
 
 
 @pytest.fixture(scope="session")

@@ -18,7 +18,7 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from pipelines import faults
-from pipelines.config import PipelineConfig
+from pipelines.config.model import PipelineConfig
 from pipelines.sink.commit import app_id_for, commit_metadata, txn, with_conflict_retry
 from pipelines.sink.dedup import dedup_on_key
 from pipelines.sink.materialize import materialize, release

@@ -14,7 +14,7 @@ from pyspark.sql.types import (
     TimestampType,
 )
 
-from pipelines.config import PipelineConfig
+from pipelines.config.model import PipelineConfig
 from pipelines.errors import DeltasinkError, SchemaError
 from pipelines.tables import TableRef
 from schemas.base import EventSchema

@@ -18,7 +18,7 @@ from databricks.bundles.dashboards import Dashboard
 from databricks.bundles.jobs import Job
 
 from pipelines import jobs as entry
-from pipelines.maintenance import MIN_RETAIN_HOURS
+from pipelines.ops.maintenance import MIN_RETAIN_HOURS
 from tests.bundle.bundle import (
     REQUIRED_VARS,
     ROOT,

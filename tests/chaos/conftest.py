@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 from _pytest.terminal import TerminalReporter
 
-from pipelines.broker import EmbeddedBroker, free_port_pair
+from pipelines.kafka.broker import EmbeddedBroker, free_port_pair
 from tests.support.checker import Verdict
 
 

@@ -10,9 +10,7 @@ import pytest
 from pyspark.sql import SparkSession
 from pyspark.sql.types import IntegerType, StringType, StructField, StructType
 
-from pipelines import jvm
-from pipelines.broker import EmbeddedBroker, free_port_pair
-from pipelines.config import PipelineConfig
+from pipelines.config.model import PipelineConfig
 from pipelines.errors import (
     BrokerError,
     ConfigError,
@@ -21,8 +19,10 @@ from pipelines.errors import (
     SchemaError,
     SourceError,
 )
+from pipelines.kafka.broker import EmbeddedBroker, free_port_pair
+from pipelines.kafka.topics import ensure_topic
 from pipelines.run import run_pipeline
-from pipelines.topics import ensure_topic
+from pipelines.runtime import jvm
 from tests.chaos.conftest import PROFILES, Profile, record
 from tests.support import runner
 from tests.support.configs import make_config, write_config

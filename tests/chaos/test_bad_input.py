@@ -12,9 +12,9 @@ import pytest
 from confluent_kafka import Producer
 from pyspark.sql import SparkSession
 
-from pipelines.broker import EmbeddedBroker
+from pipelines.kafka.broker import EmbeddedBroker
+from pipelines.kafka.topics import client_config, ensure_topic
 from pipelines.run import run_pipeline
-from pipelines.topics import client_config, ensure_topic
 from tests.chaos.conftest import PROFILES, Profile, record
 from tests.support.checker import Verdict
 from tests.support.configs import make_config

@@ -13,9 +13,9 @@ from pathlib import Path
 import pytest
 from pyspark.sql import SparkSession
 
-from pipelines.broker import EmbeddedBroker
 from pipelines.errors import BrokerError
-from pipelines.produce import produce_events
+from pipelines.kafka.broker import EmbeddedBroker
+from pipelines.kafka.produce import produce_events
 from pipelines.run import run_pipeline
 from tests.chaos.conftest import PROFILES, Profile, record
 from tests.support.checker import check

@@ -11,10 +11,10 @@ from pathlib import Path
 import pytest
 from pyspark.sql import SparkSession
 
-from pipelines.broker import EmbeddedBroker
-from pipelines.config_loader import load_config
+from pipelines.config.loader import load_config
 from pipelines.errors import CheckpointError
-from pipelines.produce import produce_events
+from pipelines.kafka.broker import EmbeddedBroker
+from pipelines.kafka.produce import produce_events
 from pipelines.run import run_pipeline
 from tests.chaos.conftest import PROFILES, Profile, record
 from tests.support import runner

@@ -15,11 +15,11 @@ from confluent_kafka.admin import (
 )
 from pyspark.sql import SparkSession
 
-from pipelines.broker import EmbeddedBroker
 from pipelines.errors import SourceError
-from pipelines.produce import produce_events
+from pipelines.kafka.broker import EmbeddedBroker
+from pipelines.kafka.produce import produce_events
+from pipelines.kafka.topics import client_config
 from pipelines.run import run_pipeline
-from pipelines.topics import client_config
 from tests.chaos.conftest import PROFILES, Profile, record
 from tests.support.checker import check
 from tests.support.configs import make_config

@@ -17,10 +17,10 @@ import pytest
 from pyspark.sql import SparkSession
 
 from pipelines import jobs
-from pipelines.broker import EmbeddedBroker
+from pipelines.kafka.broker import EmbeddedBroker
 from pipelines.errors import ConfigError, QualityError
-from pipelines.maintenance import MIN_RETAIN_HOURS
-from pipelines.produce import ProduceSummary, produce_events
+from pipelines.ops.maintenance import MIN_RETAIN_HOURS
+from pipelines.kafka.produce import ProduceSummary, produce_events
 from pipelines.sink.metrics import RunResult
 from quality.model import ValidationReport
 from quality.suites import QUARANTINE_EXPECTATION

@@ -10,9 +10,9 @@ import pytest
 from pyspark.sql import SparkSession
 
 from pipelines import state
-from pipelines.broker import EmbeddedBroker
-from pipelines.config_loader import load_config
-from pipelines.produce import produce_events
+from pipelines.config.loader import load_config
+from pipelines.kafka.broker import EmbeddedBroker
+from pipelines.kafka.produce import produce_events
 from tests.support.checker import check
 from tests.support.configs import write_config
 from tests.support.runner import run

@@ -9,14 +9,14 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.types import BinaryType
 
-from pipelines.broker import EmbeddedBroker
-from pipelines.config_loader import load_config
-from pipelines.produce import produce_events
+from pipelines.config.loader import load_config
+from pipelines.kafka.broker import EmbeddedBroker
+from pipelines.kafka.produce import produce_events
+from pipelines.kafka.source import read_stream
 from pipelines.sink.batch import BatchSink
 from pipelines.sink.materialize import materialize, release
 from pipelines.sink.parse import classify, valid_events
 from pipelines.sink.tables import ensure_sink_tables
-from pipelines.source import read_stream
 from schemas import get_schema
 from tests.support.configs import write_config
 

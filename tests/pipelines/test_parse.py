@@ -6,7 +6,7 @@ import datetime as dt
 
 from pyspark.sql import DataFrame, SparkSession
 
-from pipelines.produce import POISON_KINDS
+from pipelines.kafka.produce import POISON_KINDS
 from pipelines.sink.parse import classify, quarantine_rows, valid_events
 from schemas import get_schema
 

@@ -12,11 +12,11 @@ import pytest
 from confluent_kafka import Producer
 from pyspark.sql import SparkSession
 
-from pipelines.broker import EmbeddedBroker
-from pipelines.config import PipelineConfig
-from pipelines.produce import POISON_KINDS, make_event, produce_events
+from pipelines.config.model import PipelineConfig
+from pipelines.kafka.broker import EmbeddedBroker
+from pipelines.kafka.produce import POISON_KINDS, make_event, produce_events
+from pipelines.kafka.topics import add_partitions, ensure_topic
 from pipelines.run import run_pipeline
-from pipelines.topics import add_partitions, ensure_topic
 from tests.support.checker import check
 from tests.support.configs import make_config
 

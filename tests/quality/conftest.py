@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 from pyspark.sql import SparkSession
 
-from pipelines.config import PipelineConfig
+from pipelines.config.model import PipelineConfig
 from pipelines.sink.metrics import BatchMetrics, RunResult
 from schemas import get_schema
 from tests.support.configs import make_config

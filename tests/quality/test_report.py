@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 from pyspark.sql import SparkSession
 
-from pipelines.config import PipelineConfig
+from pipelines.config.model import PipelineConfig
 from quality.report import default_report_path, write_report
 from quality.results import write_run_metrics, write_validation_results
 from tests.quality.conftest import batch

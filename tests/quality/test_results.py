@@ -6,7 +6,7 @@ from datetime import UTC, datetime
 
 from pyspark.sql import SparkSession
 
-from pipelines.config import PipelineConfig
+from pipelines.config.model import PipelineConfig
 from quality.model import ExpectationOutcome, ValidationReport
 from quality.results import (
     read_run_metrics,

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from pyspark.sql import SparkSession
 
-from pipelines.config import PipelineConfig
+from pipelines.config.model import PipelineConfig
 from pipelines.errors import QualityError
 from quality.model import ValidationReport
 from quality.suites import QUARANTINE_EXPECTATION, quarantine_outcome

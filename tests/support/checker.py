@@ -16,7 +16,7 @@ from dataclasses import asdict, dataclass
 from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
 
-from pipelines.config import PipelineConfig
+from pipelines.config.model import PipelineConfig
 
 
 @dataclass(frozen=True)

@@ -7,8 +7,8 @@ from typing import Any
 
 import yaml
 
-from pipelines.config import PipelineConfig
-from pipelines.config_loader import load_config
+from pipelines.config.loader import load_config
+from pipelines.config.model import PipelineConfig
 
 
 def config_dict(lake: Path, bootstrap: str, topic: str, name: str = "orders_bronze",

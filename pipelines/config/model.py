@@ -15,8 +15,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, SecretStr, field_validator, model_validator
 
+from pipelines.config.units import parse_duration
 from pipelines.tables import TableRef
-from pipelines.units import parse_duration
 
 _FROZEN = ConfigDict(frozen=True, extra="forbid")
 

@@ -10,7 +10,7 @@ from typing import Any
 import yaml
 from pydantic import ValidationError
 
-from pipelines.config import PipelineConfig, resolve_relative_paths
+from pipelines.config.model import PipelineConfig, resolve_relative_paths
 from pipelines.errors import ConfigError
 
 ENV_PREFIX = "DELTASINK_"

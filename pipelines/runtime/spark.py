@@ -17,7 +17,7 @@ from pathlib import Path
 
 from pyspark.sql import SparkSession
 
-from pipelines import jvm
+from pipelines.runtime import jvm
 
 #: Settings for a local session. Small shuffles and snapshot partitions matter most: a
 #: micro-batch is small, and Delta's default of 50 snapshot partitions dominates its latency.

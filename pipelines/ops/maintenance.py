@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 
 from pyspark.sql import SparkSession
 
-from pipelines.config import PipelineConfig
+from pipelines.config.model import PipelineConfig
 from pipelines.errors import ConfigError, QualityError
 from pipelines.tables import TableRef
 from quality.model import ValidationReport
@@ -84,7 +84,7 @@ def optimize_and_vacuum(spark: SparkSession, config: PipelineConfig,
     if retain_hours < MIN_RETAIN_HOURS:
         raise ConfigError(f"VACUUM retention {retain_hours}h is below the {MIN_RETAIN_HOURS}h "
                           "minimum: older snapshots are still needed for retries, validation "
-                          "and recovery (see pipelines/maintenance.py)")
+                          "and recovery (see pipelines/ops/maintenance.py)")
     actions: list[str] = []
     for ref in maintained_tables(config):
         if not ref.exists(spark):

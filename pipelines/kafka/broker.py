@@ -17,8 +17,8 @@ import uuid
 from dataclasses import dataclass
 from pathlib import Path
 
-from pipelines import jvm
 from pipelines.errors import BrokerError
+from pipelines.runtime import jvm
 
 DEFAULT_PORT = 9092
 DEFAULT_DATA_DIR = "./lake/_broker"

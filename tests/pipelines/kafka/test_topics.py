@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from pipelines.topics import client_config
+from pipelines.kafka.topics import client_config
 
 
 def test_java_only_options_are_translated_or_dropped_for_librdkafka() -> None:

@@ -6,7 +6,7 @@ import json
 
 from pyspark.sql import DataFrame, SparkSession
 
-from pipelines.config import PipelineConfig
+from pipelines.config.model import PipelineConfig
 
 #: Fail a stuck metadata or fetch call in bounded time, so the run can retry the query.
 _DEFAULT_KAFKA_OPTIONS = {"default.api.timeout.ms": "30000", "request.timeout.ms": "20000"}

@@ -8,7 +8,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 
-from pipelines.topics import client_config, ensure_topic
+from pipelines.kafka.topics import client_config, ensure_topic
 
 #: Poison kinds, each a function of (rng, index) -> (key, value).
 POISON_KINDS: dict[str, Callable[[random.Random, int], tuple[bytes | None, bytes | None]]] = {

@@ -8,7 +8,7 @@ import pytest
 import yaml
 
 from pipelines.cli import main
-from pipelines.config_loader import load_config
+from pipelines.config.loader import load_config
 from pipelines.errors import ConfigError
 
 BASE = {"name": "orders_bronze",

@@ -17,9 +17,9 @@ from pathlib import Path
 
 import yaml
 
-from pipelines.broker import EmbeddedBroker, port_open
-from pipelines.config import PipelineConfig
-from pipelines.config_loader import load_config
+from pipelines.config.loader import load_config
+from pipelines.config.model import PipelineConfig
+from pipelines.kafka.broker import EmbeddedBroker, port_open
 
 COUNT, DUPLICATES, POISON = 50_000, 0.10, 0.01
 
@@ -101,7 +101,7 @@ def summarize(config: PipelineConfig) -> int:
     """Print the exactly-once summary; non-zero if anything is off."""
     from pyspark.sql import functions as F
 
-    from pipelines.spark import get_spark
+    from pipelines.runtime.spark import get_spark
 
     spark = get_spark("deltasink-demo")
     target = config.target.ref.read(spark)

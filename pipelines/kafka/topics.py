@@ -6,7 +6,7 @@ import re
 import time
 from collections.abc import Mapping
 
-from pipelines.config import SourceConfig
+from pipelines.config.model import SourceConfig
 from pipelines.errors import BrokerError, SourceError
 
 ClientConfig = dict[str, str | int | float | bool]

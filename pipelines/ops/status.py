@@ -7,7 +7,7 @@ from typing import Any
 from pyspark.sql import SparkSession
 
 from pipelines import checkpoint, state
-from pipelines.config import PipelineConfig
+from pipelines.config.model import PipelineConfig
 from pipelines.errors import CheckpointError
 
 

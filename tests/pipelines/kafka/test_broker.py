@@ -6,8 +6,8 @@ from pathlib import Path
 
 from confluent_kafka import Consumer, Producer, TopicPartition
 
-from pipelines.broker import EmbeddedBroker, free_port_pair, new_cluster_id
-from pipelines.topics import ensure_topic
+from pipelines.kafka.broker import EmbeddedBroker, free_port_pair, new_cluster_id
+from pipelines.kafka.topics import ensure_topic
 
 
 def test_cluster_ids_never_look_like_options() -> None:

@@ -1,0 +1,1 @@
+"""Configuration: the frozen model, the YAML + environment loader, units."""

@@ -1,0 +1,1 @@
+"""Kafka: the streaming source, admin calls, the embedded broker, producers."""

@@ -1,0 +1,1 @@
+"""Operator commands: status, maintenance, the demo."""

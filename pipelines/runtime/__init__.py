@@ -1,0 +1,1 @@
+"""The runtime: the SparkSession and the JVM artifacts it needs."""
