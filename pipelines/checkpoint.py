@@ -1,112 +1,126 @@
-"""The streaming checkpoint: its query id, its latest offsets, and a lock against double runs."""
+"""What the streaming checkpoint says: its query id, and the offsets Spark planned per batch.
+
+Spark writes ``offsets/<batchId>`` (the batch's planned end offsets) before it runs a batch, and
+``commits/<batchId>`` after ``foreachBatch`` returned. A batch's end offsets are therefore read
+here, from Spark's own plan for that batch id, and never derived from the rows: transaction
+markers, aborted tails and compacted gaps then count as consumed, and two runs of one batch id
+can be compared exactly. Every access goes through Hadoop's FileSystem API (``HadoopFS``), so a
+checkpoint on S3, ADLS, DBFS, a ``file:`` URI or a UC Volume behaves like a local one.
+"""
 
 from __future__ import annotations
 
-import fcntl
 import json
-import os
-from collections.abc import Iterator
-from contextlib import contextmanager
-from pathlib import Path
+from datetime import UTC, datetime
 
 from pyspark.sql import SparkSession
 
 from pipelines.errors import CheckpointError
+from pipelines.runtime.hadoop import HadoopFS
+
+Offsets = dict[str, dict[int, int]]
 
 
 def is_local(location: str) -> bool:
-    """Whether the checkpoint is a local (or FUSE-mounted) folder rather than a URI."""
-    return "://" not in location and not location.startswith("dbfs:")
+    """Whether the location is a plain local (or FUSE-mounted) folder rather than a URI."""
+    return "://" not in location and not location.startswith(("dbfs:", "file:"))
 
 
-def _read(spark: SparkSession | None, path: str) -> str | None:
-    if is_local(path):
-        file = Path(path)
-        return file.read_text(encoding="utf-8") if file.is_file() else None
-    if spark is None:
-        return None
-    try:
-        return "\n".join(r[0] for r in spark.read.text(path).collect())
-    except Exception:
-        return None
+def _join(location: str, *parts: str) -> str:
+    return "/".join([location.rstrip("/"), *parts])
 
 
-def query_id(spark: SparkSession | None, location: str) -> str:
+def query_id(spark: SparkSession, location: str) -> str:
     """The streaming query id stored in ``<checkpoint>/metadata`` (stable across restarts).
 
     Raises:
         CheckpointError: the checkpoint has no readable metadata yet.
     """
-    text = _read(spark, f"{location.rstrip('/')}/metadata")
+    text = HadoopFS(spark).read_text(_join(location, "metadata"))
     try:
         return str(json.loads((text or "").strip().splitlines()[0])["id"])
     except (IndexError, KeyError, ValueError):
         raise CheckpointError(f"checkpoint {location} has no readable metadata file") from None
 
 
-def _latest(folder: Path) -> int | None:
-    ids = [int(p.name) for p in folder.iterdir() if p.name.isdigit()] if folder.is_dir() else []
-    return max(ids) if ids else None
+def _batch_ids(spark: SparkSession, folder: str) -> list[int]:
+    return sorted(int(name) for name in HadoopFS(spark).names(folder) if name.isdigit())
 
 
-def has_state(location: str) -> bool:
+def has_state(spark: SparkSession, location: str) -> bool:
     """Whether a checkpoint exists with at least one planned batch."""
-    if not is_local(location):
-        return True  # remote: let Spark decide; recovery needs a local view of the folder
-    return _latest(Path(location) / "offsets") is not None
+    return bool(_batch_ids(spark, _join(location, "offsets")))
 
 
-def latest_offsets(location: str) -> tuple[int, dict[str, dict[int, int]]] | None:
+def planned_offsets(spark: SparkSession, location: str, batch_id: int) -> Offsets | None:
+    """The end offsets Spark planned for ``batch_id`` (``offsets/<batchId>``), or None if absent.
+
+    Raises:
+        CheckpointError: the offsets file is truncated or unreadable.
+    """
+    file = _join(location, "offsets", str(batch_id))
+    text = HadoopFS(spark).read_text(file)
+    if text is None:
+        return None
+    try:
+        offsets = json.loads(text.splitlines()[2])
+        return {t: {int(p): int(o) for p, o in ps.items()} for t, ps in offsets.items()}
+    except (IndexError, ValueError, AttributeError):
+        raise CheckpointError(
+            f"checkpoint {location} is damaged: {file} is truncated or unreadable. "
+            f"Delete the folder {location} and run again: deltasink resumes from the offsets "
+            "recorded in the target table, losing and duplicating nothing.") from None
+
+
+def latest_offsets(spark: SparkSession, location: str) -> tuple[int, Offsets] | None:
     """The newest planned batch id and its end offsets per topic and partition.
 
     Raises:
         CheckpointError: the newest offsets file is truncated or unreadable.
     """
-    if not is_local(location):
+    ids = _batch_ids(spark, _join(location, "offsets"))
+    if not ids:
         return None
-    folder = Path(location) / "offsets"
-    batch = _latest(folder)
+    planned = planned_offsets(spark, location, ids[-1])
+    return (ids[-1], planned) if planned is not None else None
+
+
+def latest_committed_batch(spark: SparkSession, location: str) -> int | None:
+    """The newest batch id whose checkpoint commit is written."""
+    ids = _batch_ids(spark, _join(location, "commits"))
+    return ids[-1] if ids else None
+
+
+def committed_offsets(spark: SparkSession, location: str) -> tuple[int, Offsets] | None:
+    """The newest committed batch id and the end offsets Spark had planned for it.
+
+    Everything below these offsets was handed to ``foreachBatch`` and returned from it, so the
+    target table must have it: a table that records less was restored, replaced or belongs to a
+    checkpoint copied from elsewhere.
+    """
+    batch = latest_committed_batch(spark, location)
     if batch is None:
         return None
-    lines = (folder / str(batch)).read_text(encoding="utf-8", errors="replace").splitlines()
-    try:
-        offsets = json.loads(lines[2])
-        return batch, {t: {int(p): int(o) for p, o in ps.items()} for t, ps in offsets.items()}
-    except (IndexError, ValueError, AttributeError):
-        raise CheckpointError(
-            f"checkpoint {location} is damaged: {folder / str(batch)} is truncated or unreadable. "
-            f"Delete the folder {location} and run again: deltasink resumes from the offsets "
-            "recorded in the target table, losing and duplicating nothing.") from None
+    planned = planned_offsets(spark, location, batch)
+    return (batch, planned) if planned is not None else None
 
 
-def latest_committed_batch(location: str) -> int | None:
-    """The newest batch id whose checkpoint commit is written."""
-    return _latest(Path(location) / "commits") if is_local(location) else None
+def retire(spark: SparkSession, location: str) -> str:
+    """Move the checkpoint aside, so that the next run starts a fresh query identity.
 
+    The next run then finds no checkpoint state and resumes from the offsets recorded in the
+    target table, under a new streaming query id and so a new txnAppId (whose batch ids may
+    restart at 0 without being skipped). The old folder is kept for inspection.
 
-@contextmanager
-def exclusive(location: str, pipeline: str) -> Iterator[None]:
-    """Hold an exclusive lock on a local checkpoint for the duration of a run.
-
-    Raises:
-        CheckpointError: another process holds it (the same pipeline is already running).
+    Returns:
+        Where the checkpoint now is, or "" when there was none.
     """
-    if not is_local(location):
-        yield  # on Databricks, the job's max_concurrent_runs: 1 plays this role
-        return
-    Path(location).mkdir(parents=True, exist_ok=True)
-    handle = open(Path(location) / ".deltasink.lock", "a+")
-    try:
-        try:
-            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            raise CheckpointError(
-                f"pipeline {pipeline} is already running on checkpoint {location} "
-                "(another process holds its lock); wait for it to finish.") from None
-        handle.seek(0)
-        handle.truncate()
-        handle.write(str(os.getpid()))
-        handle.flush()
-        yield
-    finally:
-        handle.close()
+    fs = HadoopFS(spark)
+    if not fs.exists(location):
+        return ""
+    stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%S%f")
+    moved = f"{location.rstrip('/')}.retired-{stamp}"
+    if not fs.rename(location, moved):
+        raise CheckpointError(f"could not move checkpoint {location} aside to {moved}; move or "
+                              "delete it by hand and run again.")
+    return moved

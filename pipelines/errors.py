@@ -35,6 +35,10 @@ class CheckpointError(DeltasinkError):
     """The streaming checkpoint is corrupt, or in use by another run."""
 
 
+class CheckpointMismatchError(CheckpointError):
+    """The checkpoint and the target table disagree on what was ingested (rolled back, copied)."""
+
+
 class CommitError(DeltasinkError):
     """A Delta commit failed after all retries."""
 

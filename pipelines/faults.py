@@ -3,6 +3,10 @@
 Set ``DELTASINK_FAULT=<point>[@<batch id>][,...]``. Points: ``before_quarantine_commit``,
 ``after_quarantine_commit``, ``before_target_commit``, ``after_target_commit`` (after the Delta
 commit, before Spark commits the checkpoint) and ``during_validation``. Unset, it does nothing.
+
+Two settings simulate a second machine for the single-writer tests: ``lease_host=<name>`` (the
+host name this process's checkpoint lease carries) and ``skip_lease_acquire`` (a writer on a
+store where it cannot see the other's lease).
 """
 
 from __future__ import annotations
@@ -31,3 +35,12 @@ def maybe_crash(point: str, batch_id: int | None = None) -> None:
         sys.stderr.write(f"deltasink: injected fault at {point} (batch {batch_id})\n")
         sys.stderr.flush()
         os.kill(os.getpid(), signal.SIGKILL)
+
+
+def setting(name: str) -> str | None:
+    """The value of ``name=value`` in ``DELTASINK_FAULT`` ("1" for a bare ``name``), or None."""
+    for item in (os.environ.get(FAULT_ENV) or "").split(","):
+        key, sep, value = item.strip().partition("=")
+        if key == name:
+            return value if sep else "1"
+    return None

@@ -13,11 +13,12 @@ from pyspark.errors import StreamingQueryException
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql.streaming.query import StreamingQuery
 
-from pipelines import checkpoint, faults, state
+from pipelines import checkpoint, faults, reconcile, state
 from pipelines.config.model import PipelineConfig
 from pipelines.config.units import parse_duration
 from pipelines.errors import (
     BrokerError,
+    CheckpointMismatchError,
     ConfigError,
     DeltasinkError,
     QualityError,
@@ -25,6 +26,7 @@ from pipelines.errors import (
 )
 from pipelines.kafka import topics
 from pipelines.kafka.source import read_stream, starting_offsets
+from pipelines.lease import Lease, single_writer
 from pipelines.sink.batch import BatchSink
 from pipelines.sink.metrics import BatchMetrics, RunResult
 from pipelines.sink.tables import ensure_sink_tables
@@ -75,11 +77,19 @@ def run_pipeline(spark: SparkSession, config: PipelineConfig, *, trigger: str = 
             write_run_metrics(spark, config, [metrics])
 
     say(f"run {run_id}: {config.describe}")
-    with checkpoint.exclusive(config.checkpoint, config.name):
-        checkpoint.latest_offsets(config.checkpoint)  # fail fast on a damaged checkpoint
+    with single_writer(spark, config.checkpoint, config.name) as lease:
+        checkpoint.latest_offsets(spark, config.checkpoint)  # fail fast on a damaged checkpoint
         recorded = state.recorded_offsets(spark, config.target.ref, config.name)
+        committed = checkpoint.committed_offsets(spark, config.checkpoint)
+        ahead = reconcile.ahead_of_table(committed[1], recorded) if committed else []
+        if committed and ahead:
+            _recover(spark, config, lease, say, (
+                f"checkpoint batch {committed[0]} committed offsets that the target does not "
+                f"record ({', '.join(ahead[:4])}): the table was restored or replaced, or the "
+                "checkpoint comes from another pipeline"))
         check_retention(config, recorded, say)
-        _stream(spark, config, run_id, trigger, interval, partitions, on_batch, say, recorded)
+        _stream(spark, config, run_id, trigger, interval, partitions, on_batch, say, recorded,
+                lease)
     result = RunResult(config.name, run_id, tuple(batches))
     say(f"run {run_id} done: {len(batches)} batches, in={result.records_in} "
         f"inserted={result.inserted} quarantined={result.quarantined}")
@@ -91,19 +101,20 @@ def run_pipeline(spark: SparkSession, config: PipelineConfig, *, trigger: str = 
 def _stream(spark: SparkSession, config: PipelineConfig, run_id: str, trigger: str,
             interval: str, partitions: dict[str, list[int]],
             on_batch: Callable[[BatchMetrics], None], say: Progress,
-            recorded: dict[str, dict[int, int]] | None) -> None:
+            recorded: dict[str, dict[int, int]] | None, lease: Lease) -> None:
     outage: dict[str, float] = {}  # 'since': when the broker stopped answering
     failures: list[DeltasinkError] = []
+    recoveries = 0
     while True:
         start: str = config.source.starting_offsets
-        if not checkpoint.has_state(config.checkpoint):
+        if not checkpoint.has_state(spark, config.checkpoint):
             start = starting_offsets(recorded, partitions, start)
             if recorded:
                 say("no checkpoint state: resuming from the offsets recorded in the target table")
         sink = BatchSink(config, get_schema(config.schema_name), run_id,
                          lambda s: checkpoint.query_id(s, config.checkpoint),
-                         offsets={t: dict(ps) for t, ps in (recorded or {}).items()},
-                         on_batch=on_batch)
+                         lambda s, b: checkpoint.planned_offsets(s, config.checkpoint, b),
+                         guard=lease.verify, on_batch=on_batch)
 
         def guarded(batch: DataFrame, batch_id: int, sink: BatchSink = sink) -> None:
             try:
@@ -124,6 +135,12 @@ def _stream(spark: SparkSession, config: PipelineConfig, run_id: str, trigger: s
             _watch(query, config, outage)
             return
         except StreamingQueryException as exc:
+            if failures and isinstance(failures[-1], CheckpointMismatchError) and recoveries < 2:
+                recoveries += 1
+                _recover(spark, config, lease, say, str(failures.pop()))
+                recorded = state.recorded_offsets(spark, config.target.ref, config.name)
+                partitions = topics.list_partitions(config.source, config.source.broker_timeout)
+                continue
             if failures:
                 raise failures[-1] from None
             text = str(exc)
@@ -145,6 +162,20 @@ def _stream(spark: SparkSession, config: PipelineConfig, run_id: str, trigger: s
             say("interrupted: stopping after the current batch")
             query.stop()
             return
+
+
+def _recover(spark: SparkSession, config: PipelineConfig, lease: Lease, say: Progress,
+             reason: str) -> None:
+    """Move a checkpoint that disagrees with the table aside; resume from the table's offsets.
+
+    This is the lost-checkpoint path (see ``pipelines.reconcile`` for why it loses and
+    duplicates nothing); the old checkpoint is kept next to the new one for inspection.
+    """
+    moved = checkpoint.retire(spark, config.checkpoint)
+    lease.acquire()  # the lease moved with the folder: take it again in the fresh one
+    say(f"checkpoint does not match the target: {reason}. Moved it aside to {moved}; resuming "
+        "from the offsets the target records, under a new query id (nothing is lost or "
+        "written twice).")
 
 
 def _watch(query: StreamingQuery, config: PipelineConfig, outage: dict[str, float],

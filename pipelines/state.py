@@ -21,6 +21,7 @@ class SinkCommit:
     app_id: str
     batch_id: int
     offsets: dict[str, dict[int, int]]
+    undone_by: int | None = None
 
 
 def sink_commits(spark: SparkSession, ref: TableRef, pipeline: str | None = None,
@@ -63,3 +64,12 @@ def txn_versions(commits: list[SinkCommit]) -> dict[str, int]:
     for c in commits:
         out[c.app_id] = max(out.get(c.app_id, -1), c.batch_id)
     return out
+
+
+def find_commit(spark: SparkSession, ref: TableRef, app_id: str,
+                batch_id: int) -> SinkCommit | None:
+    """The commit of ``(app_id, batch_id)`` in ``ref``'s history, or None."""
+    for commit in sink_commits(spark, ref):
+        if commit.app_id == app_id and commit.batch_id == batch_id:
+            return commit
+    return None

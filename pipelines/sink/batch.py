@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import UTC, datetime
 
 from pyspark.sql import DataFrame, SparkSession
@@ -19,6 +19,8 @@ from pyspark.sql import functions as F
 
 from pipelines import faults
 from pipelines.config.model import PipelineConfig
+from pipelines.errors import CheckpointError
+from pipelines.reconcile import prove_replay
 from pipelines.sink.commit import app_id_for, commit_metadata, txn, with_conflict_retry
 from pipelines.sink.dedup import dedup_on_key
 from pipelines.sink.materialize import materialize, release
@@ -38,8 +40,11 @@ class BatchSink:
         config: the pipeline config.
         schema: the event schema.
         run_id: this run's id (for metrics).
-        query_id: returns the streaming query id (read from the checkpoint on first use).
-        offsets: the next offset per (topic, partition), starting from the table's record.
+        query_id: returns the streaming query id (read from the checkpoint).
+        planned: returns the end offsets Spark planned for a batch id (its checkpoint entry):
+            what the commit records, and what a skipped batch is compared with.
+        guard: called with the batch id before each commit; raises if this run may not commit
+            (another writer holds the checkpoint's lease).
         on_batch: called with each batch's metrics (progress output, metric collection).
     """
 
@@ -47,7 +52,8 @@ class BatchSink:
     schema: EventSchema
     run_id: str
     query_id: Callable[[SparkSession], str]
-    offsets: dict[str, dict[int, int]] = field(default_factory=dict)
+    planned: Callable[[SparkSession, int], dict[str, dict[int, int]] | None]
+    guard: Callable[[int], None] = lambda _b: None
     on_batch: Callable[[BatchMetrics], None] = lambda _m: None
 
     def __call__(self, batch: DataFrame, batch_id: int) -> None:
@@ -56,6 +62,10 @@ class BatchSink:
         start, started_at = time.monotonic(), datetime.now(UTC)
         stages: dict[str, float] = {}
         app_id = app_id_for(self.config.name, self.query_id(spark))
+        planned = self.planned(spark, batch_id)
+        if planned is None:
+            raise CheckpointError(f"checkpoint {self.config.checkpoint} has no planned offsets "
+                                  f"for batch {batch_id}; it changed under the running query")
         classified = materialize(
             classify(batch, self.schema, self.config.source.max_record_bytes))
         deduped: DataFrame | None = None
@@ -67,10 +77,6 @@ class BatchSink:
             stages["read_parse"] = time.monotonic() - start
             records_in = sum(int(r["n"]) for r in per_partition)
             quarantined = sum(int(r["bad"]) for r in per_partition)
-            for r in per_partition:
-                topic = self.offsets.setdefault(r["kafka_topic"], {})
-                topic[int(r["kafka_partition"])] = max(
-                    topic.get(int(r["kafka_partition"]), 0), int(r["hi"]) + 1)
 
             mark = time.monotonic()
             if quarantined:
@@ -91,8 +97,10 @@ class BatchSink:
             stages["dedup"] = time.monotonic() - mark
 
             mark = time.monotonic()
-            outcome = self._merge_target(spark, deduped, batch_id, app_id, values)
+            outcome = self._merge_target(spark, deduped, batch_id, app_id, values, planned)
             stages["merge_commit"] = time.monotonic() - mark
+            if not outcome.committed:  # never trust a skip: prove it covered the same offsets
+                prove_replay(spark, self.config.target.ref, app_id, batch_id, planned)
             faults.maybe_crash("after_target_commit", batch_id)
         finally:
             release(classified)
@@ -115,6 +123,7 @@ class BatchSink:
         rows = quarantine_rows(classified, self.config.name, batch_id)
 
         def attempt() -> MergeOutcome:
+            self.guard(batch_id)
             faults.maybe_crash("before_quarantine_commit", batch_id)
             with txn(spark, app_id, batch_id, None):
                 return insert_only_merge(ref.delta(spark), rows, QUARANTINE_KEY,
@@ -124,9 +133,10 @@ class BatchSink:
                                    what=f"quarantine MERGE into {ref.describe()}")
 
     def _merge_target(self, spark: SparkSession, deduped: DataFrame, batch_id: int,
-                      app_id: str, values: dict[str, list[object]]) -> MergeOutcome:
+                      app_id: str, values: dict[str, list[object]],
+                      planned: dict[str, dict[int, int]]) -> MergeOutcome:
         target = self.config.target
-        metadata = commit_metadata(self.config.name, app_id, batch_id, self.run_id, self.offsets)
+        metadata = commit_metadata(self.config.name, app_id, batch_id, self.run_id, planned)
         on = (*target.partition_by, target.dedup_key)
         prune = literal_filter("t", {k: [v for v in vs if v is not None]
                                      for k, vs in values.items()})
@@ -134,6 +144,7 @@ class BatchSink:
             prune = F.lit(False)  # nothing to insert: read no partitions, still commit offsets
 
         def attempt() -> MergeOutcome:
+            self.guard(batch_id)
             faults.maybe_crash("before_target_commit", batch_id)
             with txn(spark, app_id, batch_id, metadata):
                 return insert_only_merge(target.ref.delta(spark), deduped, on, prune)

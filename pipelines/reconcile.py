@@ -1,0 +1,89 @@
+"""Does the checkpoint agree with the target table? Never trust a skip, never trust a resume.
+
+Two checks, each turning a silent loss into a recovery:
+
+* **A skipped batch must prove it is a replay.** Delta skips a commit whose (txnAppId,
+  txnVersion) it has seen. That is a no-op only if the committed batch covered the same offsets.
+  When a checkpoint is rolled back (restored from a backup, or its newest files deleted) while
+  new records arrive, Spark re-plans the batch id over a wider range: skipping it would drop the
+  new records. :func:`prove_replay` compares the committed end offsets (the commit's
+  userMetadata) with the ones Spark planned now.
+* **The checkpoint must not be ahead of the table.** Spark commits a batch to the checkpoint only
+  after ``foreachBatch`` returned, i.e. after the target commit that records its end offsets. So
+  the table always records at least what the checkpoint committed, unless the table was
+  restored or replaced, or the checkpoint was copied from another pipeline. :func:`ahead_of_table`
+  finds that before the query starts.
+
+Either way the recovery is the same, and it is the path of a lost checkpoint: the checkpoint is
+moved aside, and the run resumes from the offsets the table records, under a new query identity.
+Everything below those offsets is in the table; everything above them is read again, and the
+insert-only MERGEs (on the event key, and on Kafka coordinates for quarantine) keep what is
+already there from being written twice.
+"""
+
+from __future__ import annotations
+
+from pyspark.sql import SparkSession
+
+from pipelines import state
+from pipelines.errors import CheckpointMismatchError
+from pipelines.tables import TableRef
+
+Offsets = dict[str, dict[int, int]]
+
+
+def differences(committed: Offsets, planned: Offsets) -> list[str]:
+    """``topic[p]: A != B`` for each partition whose end offsets differ."""
+    out = []
+    for topic in sorted(set(committed) | set(planned)):
+        for part in sorted(set(committed.get(topic, {})) | set(planned.get(topic, {}))):
+            a, b = committed.get(topic, {}).get(part), planned.get(topic, {}).get(part)
+            if a != b:
+                out.append(f"{topic}[{part}] {a if a is not None else '-'} -> "
+                           f"{b if b is not None else '-'}")
+    return out
+
+
+def prove_replay(spark: SparkSession, ref: TableRef, app_id: str, batch_id: int,
+                 planned: Offsets) -> None:
+    """Show that a batch Delta skipped as committed is a true replay, or raise.
+
+    Raises:
+        CheckpointMismatchError: the committed batch covered other offsets, was undone by a
+            RESTORE, or cannot be found to compare with.
+    """
+    commit = state.find_commit(spark, ref, app_id, batch_id)
+    if commit is None:
+        raise CheckpointMismatchError(
+            f"batch {batch_id} was skipped by Delta as already committed by {app_id}, but no "
+            f"such commit is in the history of {ref.describe()} to prove it was a replay")
+    if commit.undone_by is not None:
+        raise CheckpointMismatchError(
+            f"batch {batch_id} was committed in version {commit.version} of "
+            f"{ref.describe()}, but RESTORE (version {commit.undone_by}) undid it")
+    diff = differences(commit.offsets, planned)
+    if diff:
+        shown = ", ".join(diff[:6]) + (f" (+{len(diff) - 6} more)" if len(diff) > 6 else "")
+        raise CheckpointMismatchError(
+            f"the checkpoint was rolled back or reused: batch {batch_id} committed end offsets "
+            f"that differ from the ones planned now ({shown})")
+
+
+def ahead_of_table(committed: Offsets, recorded: Offsets | None) -> list[str]:
+    """Partitions where the checkpoint committed more than the table records.
+
+    Args:
+        committed: the end offsets of the checkpoint's newest committed batch.
+        recorded: the next offsets the table records for this pipeline (None: nothing).
+
+    Returns:
+        ``topic[p] table A < checkpoint B`` for each such partition (empty: consistent).
+    """
+    out = []
+    for topic, parts in sorted(committed.items()):
+        for part, end in sorted(parts.items()):
+            has = (recorded or {}).get(topic, {}).get(part)
+            if end > (has or 0):
+                out.append(f"{topic}[{part}] table {has if has is not None else '-'} < "
+                           f"checkpoint {end}")
+    return out
