@@ -65,20 +65,25 @@ def run_pipeline(spark: SparkSession, config: PipelineConfig, *, trigger: str = 
     check_writable(config)
     ensure_sink_tables(spark, config, schema)
     batches: list[BatchMetrics] = []
+    recorder = None
+    if config.quality.enabled:  # per batch, so crashed and unvalidated runs are counted too
+        from quality.recorder import MetricsRecorder
+
+        recorder = MetricsRecorder(spark, config, say)  # never fails a committed batch
 
     def on_batch(metrics: BatchMetrics) -> None:
         batches.append(metrics)
         say(metrics.progress_line())
-        if config.quality.enabled:  # per batch, so crashed and unvalidated runs are counted too
-            from quality.results import write_run_metrics
-
-            write_run_metrics(spark, config, [metrics])
+        if recorder is not None:
+            recorder.record(metrics)
 
     say(f"run {run_id}: {config.describe}")
     with checkpoint.exclusive(config.checkpoint, config.name):
         checkpoint.latest_offsets(config.checkpoint)  # fail fast on a damaged checkpoint
         recorded = state.recorded_offsets(spark, config.target.ref, config.name)
         check_retention(config, recorded, say)
+        if recorder is not None:
+            recorder.backfill()  # rows of batches committed without one (crash, failed write)
         _stream(spark, config, run_id, trigger, interval, partitions, on_batch, say, recorded)
     result = RunResult(config.name, run_id, tuple(batches))
     say(f"run {run_id} done: {len(batches)} batches, in={result.records_in} "
