@@ -67,14 +67,17 @@ def run_pipeline(spark: SparkSession, config: PipelineConfig, *, trigger: str = 
     check_writable(config)
     ensure_sink_tables(spark, config, schema)
     batches: list[BatchMetrics] = []
+    recorder = None
+    if config.quality.enabled:  # per batch, so crashed and unvalidated runs are counted too
+        from quality.recorder import MetricsRecorder
+
+        recorder = MetricsRecorder(spark, config, say)  # never fails a committed batch
 
     def on_batch(metrics: BatchMetrics) -> None:
         batches.append(metrics)
         say(metrics.progress_line())
-        if config.quality.enabled:  # per batch, so crashed and unvalidated runs are counted too
-            from quality.results import write_run_metrics
-
-            write_run_metrics(spark, config, [metrics])
+        if recorder is not None:
+            recorder.record(metrics)
 
     say(f"run {run_id}: {config.describe}")
     with single_writer(spark, config.checkpoint, config.name) as lease:
@@ -88,6 +91,8 @@ def run_pipeline(spark: SparkSession, config: PipelineConfig, *, trigger: str = 
                 f"record ({', '.join(ahead[:4])}): the table was restored or replaced, or the "
                 "checkpoint comes from another pipeline"))
         check_retention(config, recorded, say)
+        if recorder is not None:
+            recorder.backfill()  # rows of batches committed without one (crash, failed write)
         _stream(spark, config, run_id, trigger, interval, partitions, on_batch, say, recorded,
                 lease)
     result = RunResult(config.name, run_id, tuple(batches))

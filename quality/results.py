@@ -1,21 +1,38 @@
 """The quality bookkeeping tables: validation verdicts and per-batch run metrics.
 
 Both are Delta tables written with an insert-only MERGE on their natural key, so recording the
-same thing twice (a retried validation, a replayed batch) adds nothing.
+same thing twice (a retried validation, a replayed batch, a backfill) adds nothing.
 
 * quality results (``quality.results_path`` / ``results_table``): one row per expectation per
   run, keyed by ``(run_id, expectation, column)``;
 * run metrics (``quality.metrics_path`` / ``metrics_table``): one row per micro-batch, keyed by
   ``(pipeline, query_id, batch_id)``. Replayed batches are never recorded: they changed nothing.
+  A batch whose row could not be written is backfilled from its target commit
+  (``quality/backfill.py``).
+
+Concurrent pipelines share the run-metrics table (one table per workspace on Databricks), so its
+writes must not conflict. It is **partitioned by ``pipeline``** and every MERGE names its
+pipeline as a typed literal on the target side: Delta then records only that partition as read,
+and appends to other pipelines' partitions do not conflict with it (measured with delta-spark
+4.0: two threads MERGE-ing into an unpartitioned table, or without the literal, conflicted on
+every write; partitioned with the literal, never). We chose this over blind appends with
+read-side dedup because the key stays unique in the table itself, so no reader (the report,
+the job summary, the Lakeview dashboard's SQL, ad-hoc queries) has to remember to dedup. The
+one pipeline of a checkpoint writes its partition from one process at a time, and a conflict
+within a partition (e.g. two creations racing) is still retried. A metrics table created before
+this change stays unpartitioned: still correct, but concurrent pipelines then conflict and are
+retried; recreate it (the rows can be backfilled) to make it conflict-free.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 from datetime import UTC, date, datetime
+from functools import reduce
 from typing import Any
 
 from pyspark.sql import DataFrame, Row, SparkSession
+from pyspark.sql import functions as F
 from pyspark.sql.types import (
     BooleanType,
     DoubleType,
@@ -65,14 +82,20 @@ METRICS_SCHEMA = StructType([
     StructField("recorded_at", TimestampType(), False),
 ])
 METRICS_KEY = ("pipeline", "query_id", "batch_id")
+METRICS_PARTITION = ("pipeline",)
 
 #: Retries of a bookkeeping write that loses a race with another writer.
 _RETRIES = 4
 
 
+#: What a bookkeeping write that gave up means: the data itself is already committed.
+_AFTERMATH = ("the data is committed; the missing bookkeeping rows are recorded at the next "
+              "start of the pipeline.")
+
+
 def insert_new(
     spark: SparkSession, ref: TableRef, schema: StructType, rows: list[dict[str, Any]],
-    key: Sequence[str],
+    key: Sequence[str], partition_by: tuple[str, ...] = (),
 ) -> None:
     """Insert the rows whose ``key`` is not in the table yet (creating the table if missing).
 
@@ -82,20 +105,26 @@ def insert_new(
         schema: its schema (the table is created with it).
         rows: the candidate rows, as dicts with the schema's columns.
         key: the columns that identify a row; compared null-safely.
+        partition_by: the table's partition columns (for a new table). The MERGE restricts the
+            target to the rows' values of these columns, as literals, so writers of other
+            partitions never conflict with it.
     """
     unique = list({tuple(row[k] for k in key): row for row in rows}.values())
-    condition = " AND ".join(f"t.`{k}` <=> s.`{k}`" for k in key)
+    condition = reduce(lambda a, b: a & b,
+                       [F.col(f"t.{k}").eqNullSafe(F.col(f"s.{k}")) for k in key])
+    for column in partition_by:
+        condition = condition & F.col(f"t.{column}").isin(sorted({r[column] for r in unique}))
 
     def create_and_merge() -> None:
         # Creation is inside the retry: pipelines sharing these tables may race to create them.
-        ref.create_if_missing(spark, schema)
+        ref.create_if_missing(spark, schema, partition_by)
         if unique:
             source = spark.createDataFrame(unique, schema)
             (ref.delta(spark).alias("t").merge(source.alias("s"), condition)
              .whenNotMatchedInsertAll().execute())
 
     with_conflict_retry(create_and_merge, retries=_RETRIES, what=f"recording into "
-                        f"{ref.describe()}", backoff=0.2)
+                        f"{ref.describe()}", backoff=0.2, aftermath=_AFTERMATH)
 
 
 def write_validation_results(
@@ -135,7 +164,8 @@ def write_run_metrics(
     """
     now = datetime.now(UTC)
     rows = [{**b.as_row(), "recorded_at": now} for b in batches if not b.replayed]
-    insert_new(spark, config.quality.metrics_ref, METRICS_SCHEMA, rows, METRICS_KEY)
+    insert_new(spark, config.quality.metrics_ref, METRICS_SCHEMA, rows, METRICS_KEY,
+               METRICS_PARTITION)
 
 
 def _read(spark: SparkSession, ref: TableRef) -> DataFrame | None:

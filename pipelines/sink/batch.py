@@ -13,6 +13,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
+from typing import Any
 
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
@@ -25,7 +26,7 @@ from pipelines.sink.commit import app_id_for, commit_metadata, txn, with_conflic
 from pipelines.sink.dedup import dedup_on_key
 from pipelines.sink.materialize import materialize, release
 from pipelines.sink.merge import MergeOutcome, insert_only_merge, literal_filter, range_filter
-from pipelines.sink.metrics import BatchMetrics
+from pipelines.sink.metrics import BatchMetrics, commit_counts
 from pipelines.sink.parse import classify, quarantine_rows, valid_events
 from schemas.base import EventSchema
 
@@ -97,7 +98,13 @@ class BatchSink:
             stages["dedup"] = time.monotonic() - mark
 
             mark = time.monotonic()
-            outcome = self._merge_target(spark, deduped, batch_id, app_id, values, planned)
+            counts = commit_counts(  # the commit carries them: its metrics row can be rebuilt
+                query_id=self.query_id(spark), records_in=records_in, quarantined=quarantined,
+                duplicates_in_batch=records_in - quarantined - unique, unique=unique,
+                started_at=started_at, stage_seconds=stages,
+                event_dates=sorted(d for d in values.get("event_date", []) if d))
+            outcome = self._merge_target(spark, deduped, batch_id, app_id, values, planned,
+                                         counts)
             stages["merge_commit"] = time.monotonic() - mark
             if not outcome.committed:  # never trust a skip: prove it covered the same offsets
                 prove_replay(spark, self.config.target.ref, app_id, batch_id, planned)
@@ -134,9 +141,11 @@ class BatchSink:
 
     def _merge_target(self, spark: SparkSession, deduped: DataFrame, batch_id: int,
                       app_id: str, values: dict[str, list[object]],
-                      planned: dict[str, dict[int, int]]) -> MergeOutcome:
+                      planned: dict[str, dict[int, int]],
+                      counts: dict[str, Any] | None = None) -> MergeOutcome:
         target = self.config.target
-        metadata = commit_metadata(self.config.name, app_id, batch_id, self.run_id, planned)
+        metadata = commit_metadata(self.config.name, app_id, batch_id, self.run_id, planned,
+                                   counts)
         on = (*target.partition_by, target.dedup_key)
         prune = literal_filter("t", {k: [v for v in vs if v is not None]
                                      for k, vs in values.items()})

@@ -24,6 +24,11 @@ TXN_VERSION = "spark.databricks.delta.write.txnVersion"
 TXN_AUTO_RESET = "spark.databricks.delta.write.txnVersion.autoReset.enabled"
 USER_METADATA = "spark.databricks.delta.commitInfo.userMetadata"
 METADATA_KEY = "deltasink"
+#: The key of the batch's counts inside the deltasink userMetadata.
+BATCH_KEY = "batch"
+#: What a failed target/quarantine commit means (the default ``aftermath`` of a retry).
+NOTHING_COMMITTED = ("nothing was committed for this batch, and the next run retries it. "
+                     "Raise target.commit_retries if writers overlap often.")
 
 #: Delta's optimistic-concurrency failures: retry the whole MERGE against the new version.
 CONFLICTS = ("ConcurrentAppendException", "ConcurrentDeleteReadException",
@@ -40,14 +45,24 @@ def app_id_for(pipeline: str, query_id: str) -> str:
 
 
 def commit_metadata(pipeline: str, app_id: str, batch_id: int, run_id: str,
-                    offsets: Offsets) -> str:
+                    offsets: Offsets, counts: Mapping[str, Any] | None = None) -> str:
     """The JSON stored as the commit's userMetadata: who wrote it, and where its input ended.
 
-    ``offsets`` are the next offsets to read per topic and partition (exclusive end).
+    Args:
+        pipeline: the pipeline name.
+        app_id: the txnAppId.
+        batch_id: the txnVersion.
+        run_id: the run that wrote the commit.
+        offsets: the next offsets to read per topic and partition (exclusive end).
+        counts: the batch's counts known before the commit (``BatchMetrics.commit_counts``),
+            stored under ``batch``: the commit is then the source of truth for its metrics row.
     """
-    body = {"pipeline": pipeline, "app_id": app_id, "batch_id": batch_id, "run_id": run_id,
-            "offsets": {t: {str(p): o for p, o in sorted(ps.items())}
-                        for t, ps in sorted(offsets.items())}}
+    body: dict[str, Any] = {
+        "pipeline": pipeline, "app_id": app_id, "batch_id": batch_id, "run_id": run_id,
+        "offsets": {t: {str(p): o for p, o in sorted(ps.items())}
+                    for t, ps in sorted(offsets.items())}}
+    if counts is not None:
+        body[BATCH_KEY] = dict(counts)
     return json.dumps({METADATA_KEY: body}, separators=(",", ":"))
 
 
@@ -91,7 +106,8 @@ def is_conflict(exc: BaseException) -> bool:
 
 
 def with_conflict_retry(action: Callable[[], T], *, retries: int, what: str,
-                        backoff: float = 0.5, sleep: Callable[[float], None] = time.sleep) -> T:
+                        backoff: float = 0.5, sleep: Callable[[float], None] = time.sleep,
+                        aftermath: str = NOTHING_COMMITTED) -> T:
     """Run ``action``; on a Delta conflict, retry it whole with jittered exponential backoff.
 
     Args:
@@ -100,6 +116,7 @@ def with_conflict_retry(action: Callable[[], T], *, retries: int, what: str,
         what: named in the error when retries run out.
         backoff: the first delay in seconds; doubles each time, capped at 30 s.
         sleep: injectable for tests.
+        aftermath: what the failure means and what to do (ends the error message).
 
     Raises:
         CommitError: still conflicting after ``retries`` retries.
@@ -113,7 +130,6 @@ def with_conflict_retry(action: Callable[[], T], *, retries: int, what: str,
             if attempt == retries:
                 raise CommitError(
                     f"{what}: still conflicting with concurrent writers after {retries} retries; "
-                    "nothing was committed for this batch, and the next run retries it. "
-                    "Raise target.commit_retries if writers overlap often.") from exc
+                    f"{aftermath}") from exc
             sleep(min(30.0, backoff * 2**attempt) * (0.5 + random.random()))
     raise AssertionError("unreachable")

@@ -2,9 +2,14 @@
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field
+from collections.abc import Iterable, Mapping
+from dataclasses import asdict, dataclass, field, fields
 from datetime import date, datetime
 from typing import Any
+
+#: Recorded only after the commit (from the commit itself), so never in ``commit_counts``.
+AFTER_COMMIT = ("pipeline", "batch_id", "run_id", "inserted", "duplicates_by_merge",
+                "duration_s", "replayed", "target_version")
 
 
 @dataclass(frozen=True)
@@ -38,12 +43,56 @@ class BatchMetrics:
         row["stage_seconds"] = ",".join(f"{k}={v:.3f}" for k, v in self.stage_seconds.items())
         return row
 
+    @classmethod
+    def from_commit(cls, pipeline: str, batch_id: int, run_id: str, counts: Mapping[str, Any],
+                    *, version: int, inserted: int, committed_at: float) -> BatchMetrics:
+        """Rebuild a committed batch's metrics from its target commit (used by the backfill).
+
+        Args:
+            pipeline: the commit's pipeline.
+            batch_id: its txnVersion.
+            run_id: the run that wrote it.
+            counts: the ``batch`` part of its userMetadata (see ``commit_counts``); keys that
+                are not fields are ignored, missing optional fields take their defaults.
+            version: the commit's table version.
+            inserted: ``operationMetrics.numTargetRowsInserted`` of the commit.
+            committed_at: the commit's timestamp, in epoch seconds.
+        """
+        names = {f.name for f in fields(cls)}
+        known = {k: v for k, v in counts.items() if k in names and k not in AFTER_COMMIT}
+        started = datetime.fromisoformat(str(counts["started_at"]))
+        known["started_at"] = started
+        known["event_dates"] = tuple(date.fromisoformat(d) for d in counts.get("event_dates", ()))
+        known["stage_seconds"] = {str(k): float(v)
+                                  for k, v in dict(counts.get("stage_seconds", {})).items()}
+        return cls(pipeline=pipeline, run_id=run_id, batch_id=batch_id, inserted=inserted,
+                   duplicates_by_merge=int(counts["unique"]) - inserted,
+                   duration_s=max(0.0, committed_at - started.timestamp()), replayed=False,
+                   target_version=version, **known)
+
     def progress_line(self) -> str:
         """The one line printed per batch."""
         tag = " (replay: already committed, skipped)" if self.replayed else ""
         return (f"batch {self.batch_id}: in={self.records_in} quarantined={self.quarantined} "
                 f"dup_in_batch={self.duplicates_in_batch} dup_by_merge={self.duplicates_by_merge} "
                 f"inserted={self.inserted} {self.duration_s:.2f}s{tag}")
+
+
+def commit_counts(*, query_id: str, records_in: int, quarantined: int,
+                  duplicates_in_batch: int, unique: int, started_at: datetime,
+                  event_dates: Iterable[date], stage_seconds: Mapping[str, float],
+                  **extra: int | str | float) -> dict[str, Any]:
+    """The batch's counts known before its target commit, as JSON for the commit's metadata.
+
+    ``unique`` is the rows offered to the MERGE (valid, deduplicated in the batch); with the
+    commit's inserted count it gives ``duplicates_by_merge``. ``extra`` carries further
+    ``BatchMetrics`` fields (plain numbers or strings) under their field names.
+    """
+    return {"query_id": query_id, "records_in": records_in, "quarantined": quarantined,
+            "duplicates_in_batch": duplicates_in_batch, "unique": unique,
+            "started_at": started_at.isoformat(),
+            "event_dates": [d.isoformat() for d in event_dates],
+            "stage_seconds": {k: round(v, 3) for k, v in stage_seconds.items()}, **extra}
 
 
 @dataclass(frozen=True)

@@ -2,17 +2,21 @@
 
 from __future__ import annotations
 
+from datetime import UTC, date, datetime
+
 import pytest
 
 from pipelines.errors import CommitError
 from pipelines.faults import should_crash
 from pipelines.sink.commit import (
+    BATCH_KEY,
     app_id_for,
     commit_metadata,
     is_conflict,
     parse_commit_metadata,
     with_conflict_retry,
 )
+from pipelines.sink.metrics import BatchMetrics, commit_counts
 
 
 def test_commit_metadata_round_trips_offsets() -> None:
@@ -23,6 +27,27 @@ def test_commit_metadata_round_trips_offsets() -> None:
     assert parse_commit_metadata('{"other": 1}') is None
     assert parse_commit_metadata("not json") is None
     assert parse_commit_metadata(None) is None
+
+
+def test_commit_counts_round_trip_into_the_batch_metrics_row() -> None:
+    started = datetime(2026, 11, 20, 12, 0, tzinfo=UTC)
+    counts = commit_counts(query_id="q-1", records_in=100, quarantined=4,
+                           duplicates_in_batch=6, unique=90, started_at=started,
+                           event_dates=[date(2026, 11, 19), date(2026, 11, 20)],
+                           stage_seconds={"dedup": 0.25})
+    text = commit_metadata("p", app_id_for("p", "q-1"), 4, "r1", {"orders": {0: 7}}, counts)
+    body = parse_commit_metadata(text)
+    assert body is not None and body["offsets"] == {"orders": {"0": 7}}  # old keys kept
+
+    metrics = BatchMetrics.from_commit("p", body["batch_id"], body["run_id"], body[BATCH_KEY],
+                                       version=12, inserted=80,
+                                       committed_at=started.timestamp() + 3.5)
+
+    assert metrics == BatchMetrics(
+        pipeline="p", run_id="r1", query_id="q-1", batch_id=4, records_in=100, quarantined=4,
+        duplicates_in_batch=6, duplicates_by_merge=10, inserted=80, duration_s=3.5,
+        started_at=started, replayed=False, target_version=12,
+        event_dates=(date(2026, 11, 19), date(2026, 11, 20)), stage_seconds={"dedup": 0.25})
 
 
 def test_app_id_changes_with_the_query_id() -> None:
@@ -53,6 +78,9 @@ def test_retries_run_out_with_a_clear_error() -> None:
 
     with pytest.raises(CommitError, match=r"still conflicting .* after 2 retries"):
         with_conflict_retry(action, retries=2, what="MERGE into t", sleep=lambda _s: None)
+    with pytest.raises(CommitError, match=r"retries; the data is committed\.$"):
+        with_conflict_retry(action, retries=0, what="recording", sleep=lambda _s: None,
+                            aftermath="the data is committed.")
 
 
 def test_other_errors_are_not_retried() -> None:

@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+import threading
+from dataclasses import replace
 from datetime import UTC, datetime
 
+import pytest
 from pyspark.sql import SparkSession
 
 from pipelines.config.model import PipelineConfig
+from quality import results
 from quality.model import ExpectationOutcome, ValidationReport
 from quality.results import (
     read_run_metrics,
@@ -97,3 +101,59 @@ def test_missing_tables_read_as_empty_and_empty_writes_create_them(
 
     assert config.quality.metrics_ref.exists(spark)
     assert count(spark, config, "metrics") == 0
+
+
+def test_the_metrics_table_is_partitioned_by_pipeline(
+    spark: SparkSession, config: PipelineConfig
+) -> None:
+    write_run_metrics(spark, config, [batch("run-1", 0)])
+
+    detail = config.quality.metrics_ref.delta(spark).detail().first()
+    assert detail is not None and list(detail["partitionColumns"]) == ["pipeline"]
+
+
+def write_concurrently(spark: SparkSession, config: PipelineConfig, pipelines: list[str],
+                       batches: int) -> list[BaseException]:
+    """Each pipeline writes one metrics row per batch from its own thread, all at once."""
+    errors: list[BaseException] = []
+    start = threading.Barrier(len(pipelines))
+
+    def writer(pipeline: str) -> None:
+        start.wait()
+        for i in range(batches):
+            try:
+                write_run_metrics(spark, config, [replace(batch("run-1", i), pipeline=pipeline)])
+            except BaseException as exc:  # collected: the test asserts there were none
+                errors.append(exc)
+
+    threads = [threading.Thread(target=writer, args=(p,)) for p in pipelines]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    return errors
+
+
+def test_two_pipelines_writing_metrics_concurrently_never_conflict(
+    spark: SparkSession, config: PipelineConfig, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    write_run_metrics(spark, config, [])  # the table exists (creation races are retried)
+    monkeypatch.setattr(results, "_RETRIES", 0)  # any conflict now fails the write
+
+    errors = write_concurrently(spark, config, ["orders_a", "orders_b"], 6)
+
+    assert errors == []
+    rows = config.quality.metrics_ref.read(spark).collect()
+    keys = sorted((r["pipeline"], r["batch_id"]) for r in rows)
+    assert keys == sorted((p, i) for p in ("orders_a", "orders_b") for i in range(6))
+
+
+def test_pipelines_racing_to_create_the_metrics_table_lose_no_row(
+    spark: SparkSession, config: PipelineConfig
+) -> None:
+    errors = write_concurrently(spark, config, ["orders_a", "orders_b", "orders_c"], 3)
+
+    assert errors == []
+    rows = config.quality.metrics_ref.read(spark).collect()
+    assert sorted((r["pipeline"], r["batch_id"]) for r in rows) == sorted(
+        (p, i) for p in ("orders_a", "orders_b", "orders_c") for i in range(3))

@@ -1,0 +1,123 @@
+"""Run-metrics bookkeeping never fails a batch, and every committed batch gets exactly one row."""
+
+from __future__ import annotations
+
+import signal
+import uuid
+from pathlib import Path
+
+import pytest
+from pyspark.sql import Row, SparkSession
+
+from pipelines import state
+from pipelines.config.loader import load_config
+from pipelines.config.model import PipelineConfig
+from pipelines.kafka.broker import EmbeddedBroker
+from pipelines.kafka.produce import ProduceSummary, produce_events
+from pipelines.run import run_pipeline
+from tests.support.checker import check
+from tests.support.configs import make_config, write_config
+from tests.support.runner import run
+
+WARNING = "warning: could not record the run metrics"
+
+
+def metrics_rows(spark: SparkSession, cfg: PipelineConfig) -> list[Row]:
+    return list(cfg.quality.metrics_ref.read(spark).where(f"pipeline = '{cfg.name}'").collect())
+
+
+def assert_one_row_per_commit(spark: SparkSession, cfg: PipelineConfig,
+                              sent: ProduceSummary) -> list[Row]:
+    """One metrics row per target commit of the pipeline, none twice, with faithful counts."""
+    rows = metrics_rows(spark, cfg)
+    keys = [(r["query_id"], r["batch_id"]) for r in rows]
+    commits = state.sink_commits(spark, cfg.target.ref, cfg.name)
+    assert len(keys) == len(set(keys))
+    assert sorted(keys) == sorted((c.app_id.rsplit(":", 1)[1], c.batch_id) for c in commits)
+    for r in rows:
+        assert r["records_in"] == (r["quarantined"] + r["duplicates_in_batch"]
+                                   + r["duplicates_by_merge"] + r["inserted"]), r
+    assert sum(r["records_in"] for r in rows) == sent.sent
+    assert sum(r["inserted"] for r in rows) == len(sent.event_ids)
+    assert sum(r["quarantined"] for r in rows) == sum(sent.poison.values())
+    return rows
+
+
+@pytest.mark.slow
+def test_unwritable_metrics_table_warns_once_and_the_next_start_backfills(
+        spark: SparkSession, broker: EmbeddedBroker, lake: Path) -> None:
+    topic = f"books-{uuid.uuid4().hex[:8]}"
+    cfg = make_config(lake, broker.bootstrap_servers, topic,
+                      source={"max_records_per_batch": 300})
+    sent = produce_events(broker.bootstrap_servers, topic, 1000, duplicate_rate=0.1,
+                          poison_rate=0.02, seed=21)
+    metrics = Path(str(cfg.quality.metrics_path))
+    saved = lake / "run_metrics.saved"
+    lines: list[str] = []
+
+    def progress(line: str) -> None:
+        lines.append(line)
+        if line.startswith("batch 1: "):  # batch 0 is recorded; break the table now
+            metrics.rename(saved)
+            metrics.write_text("not a Delta table\n")
+
+    result = run_pipeline(spark, cfg, validate=False, progress=progress)  # no exception
+
+    assert len(result.batches) >= 3
+    warnings = [ln for ln in lines if ln.startswith(WARNING)]
+    assert len(warnings) == 1 and "\n" not in warnings[0], lines
+    assert "batch's data is committed" in warnings[0] and "backfilled" in warnings[0]
+    verdict = check(spark, cfg, sent.event_ids, sum(sent.poison.values()))
+    assert verdict.clean, verdict
+
+    metrics.unlink()  # repaired: only batch 0's row is in it
+    saved.rename(metrics)
+    assert [r["batch_id"] for r in metrics_rows(spark, cfg)] == [0]
+    again: list[str] = []
+    run_pipeline(spark, cfg, validate=False, progress=again.append)
+
+    backfilled = len(result.batches) - 1
+    assert f"run metrics: backfilled {backfilled} batches" in "\n".join(again), again
+    rows = assert_one_row_per_commit(spark, cfg, sent)
+    by_batch = {r["batch_id"]: r for r in rows}
+    for b in result.batches:  # the backfilled rows say what the batches themselves saw
+        row = by_batch[b.batch_id]
+        assert (row["records_in"], row["quarantined"], row["duplicates_in_batch"],
+                row["duplicates_by_merge"], row["inserted"], row["run_id"]) == (
+            b.records_in, b.quarantined, b.duplicates_in_batch, b.duplicates_by_merge,
+            b.inserted, result.run_id)
+        assert row["event_dates"] == ",".join(d.isoformat() for d in b.event_dates)
+
+    run_pipeline(spark, cfg, validate=False, progress=lambda _l: None)  # nothing missing now
+    assert len(metrics_rows(spark, cfg)) == len(rows)
+
+
+@pytest.mark.slow
+def test_a_crash_after_the_target_commit_is_backfilled_though_the_replay_is_skipped(
+        spark: SparkSession, broker: EmbeddedBroker, lake: Path) -> None:
+    topic = f"books-{uuid.uuid4().hex[:8]}"
+    sent = produce_events(broker.bootstrap_servers, topic, 1200, duplicate_rate=0.1,
+                          poison_rate=0.02, seed=22)
+    path = write_config(lake, broker.bootstrap_servers, topic,
+                        source={"max_records_per_batch": 500})
+    cfg = load_config(path, environ={})
+
+    crashed = run(path, fault="after_target_commit@1")
+    assert crashed.returncode == -signal.SIGKILL, crashed.stderr[-2000:]
+    assert [r["batch_id"] for r in metrics_rows(spark, cfg)] == [0]  # batch 1: no row yet
+
+    resumed = run(path)
+
+    assert resumed.returncode == 0, resumed.stderr[-2000:]
+    assert "run metrics: backfilled 1 batch from the target's history (batch ids 1)" in \
+        resumed.stdout, resumed.stdout
+    assert "batch 1: " in resumed.stdout and "(replay: already committed, skipped)" in \
+        resumed.stdout
+    rows = assert_one_row_per_commit(spark, cfg, sent)
+    batch1 = next(r for r in rows if r["batch_id"] == 1)
+    history = {int(h["version"]): h for h in cfg.target.ref.delta(spark).history().collect()}
+    assert batch1["target_version"] in history
+    assert batch1["inserted"] == int(
+        history[batch1["target_version"]]["operationMetrics"]["numTargetRowsInserted"]) > 0
+    verdict = check(spark, cfg, sent.event_ids, sum(sent.poison.values()))
+    assert verdict.clean, verdict
