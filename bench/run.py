@@ -29,12 +29,13 @@ RESULTS = Path(__file__).resolve().parent / "results"
 def pipeline_config(cell: Cell, bootstrap: str, topic: str,
                     where: configs.Target) -> PipelineConfig:
     """The deltasink config of one cell (quality suites off: they are not the sink)."""
+    window = {} if cell.dedup_window is None else {"dedup_window": cell.dedup_window}
     return PipelineConfig.model_validate({
         "name": f"bench_{cell.config}",
         "source": {"bootstrap_servers": bootstrap, "topics": [topic],
                    "max_records_per_batch": cell.batch},
         "schema": "events_v1",
-        "target": {"path": str(where.table), "quarantine_path": str(where.quarantine)},
+        "target": {"path": str(where.table), "quarantine_path": str(where.quarantine), **window},
         "checkpoint": str(where.checkpoint),
         "quality": {"enabled": False},
     })
@@ -67,7 +68,7 @@ def measure(cell: Cell, spark: Any, bootstrap: str, work: Path, bases: dict[int,
     jobs = env.last_job_id(spark) - first_job - 1
     files = None if cell.config == "floor" else \
         env.parquet_files(where.table, where.quarantine) - before
-    return {"config": cell.config, "target_rows": cell.target_rows, "batch": cell.batch,
+    return {"config": cell.name, "target_rows": cell.target_rows, "batch": cell.batch,
             "dup_rate": cell.dup_rate, **summarize(batches, records, wall),
             "peak_rss_bytes": rss.peak, "peak_rss_gib": round(rss.peak / 1024**3, 2),
             "files_written": files, "spark_jobs": jobs,
@@ -86,9 +87,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--quick", action="store_true", help="tiny sizes, for a smoke test")
     parser.add_argument("--only", default="", help="comma-separated configs to keep")
     parser.add_argument("--out", type=Path, default=RESULTS, help="where to write the report")
+    parser.add_argument("--windows", action="store_true",
+                        help="only the cells that set target.dedup_window")
     args = parser.parse_args(argv)
     spec: BenchSpec = QUICK if args.quick else DEFAULT
-    cells = [c for c in spec.cells if not args.only or c.config in args.only.split(",")]
+    cells = [c for c in spec.cells if (not args.only or c.config in args.only.split(","))
+             and (not args.windows or c.dedup_window is not None)]
     started, t0, load_start = datetime.now(UTC), time.monotonic(), env.load()
     say(f"preset {spec.name}: {len(cells)} cells; load {load_start}")
     with tempfile.TemporaryDirectory(prefix="deltasink-bench-") as tmp:

@@ -11,17 +11,30 @@ CONFIGS = ("floor", "append", "watermark", "naive_merge", "deltasink")
 
 @dataclass(frozen=True)
 class Cell:
-    """One measurement: a configuration against one target size, batch size and duplicate rate."""
+    """One measurement: a configuration against one target size, batch size and duplicate rate.
+
+    ``dedup_window`` (days) sets deltasink's ``target.dedup_window``; None keeps its default.
+    """
 
     config: str
     target_rows: int
     batch: int
     dup_rate: float
+    dedup_window: int | None = None
 
     @property
     def label(self) -> str:
         """A short unique name, used for table paths and checkpoints."""
-        return f"{self.config}_t{self.target_rows}_b{self.batch}_d{int(self.dup_rate * 100)}"
+        window = "" if self.dedup_window is None else f"_w{self.dedup_window}"
+        return (f"{self.config}_t{self.target_rows}_b{self.batch}_d{int(self.dup_rate * 100)}"
+                f"{window}")
+
+    @property
+    def name(self) -> str:
+        """The configuration as reported (deltasink with an explicit window says so)."""
+        if self.dedup_window is None:
+            return self.config
+        return f"{self.config} (dedup_window {self.dedup_window}d)"
 
 
 @dataclass(frozen=True)
@@ -60,6 +73,8 @@ def _matrix(small: int, large: int, batch: int, big_batch: int) -> tuple[Cell, .
     cells.append(Cell("append", large, batch, 0.2))
     cells += [Cell(c, small, batch, 0.0) for c in ("append", "deltasink")]
     cells += [Cell(c, small, big_batch, 0.2) for c in ("append", "deltasink")]
+    # The cost of target.dedup_window: off vs 3 days (last, so goal look-ups find the plain cells).
+    cells += [Cell("deltasink", small, batch, 0.2, dedup_window=w) for w in (0, 3)]
     return tuple(cells)
 
 

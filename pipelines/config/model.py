@@ -15,10 +15,15 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, SecretStr, field_validator, model_validator
 
-from pipelines.config.units import parse_duration
+from pipelines.config.units import parse_duration, parse_whole_days
 from pipelines.tables import TableRef
 
 _FROZEN = ConfigDict(frozen=True, extra="forbid")
+#: The partition column the dedup window widens.
+DATE_COLUMN = "event_date"
+#: target.dedup_window's default and bound, in days (see TargetConfig.dedup_window).
+DEFAULT_DEDUP_WINDOW_DAYS = 1
+MAX_DEDUP_WINDOW_DAYS = 366
 
 
 class SourceConfig(BaseModel):
@@ -66,6 +71,19 @@ class TargetConfig(BaseModel):
     dedup_key: str = "event_id"
     partition_by: tuple[str, ...] = ("event_date",)
     commit_retries: int = Field(10, ge=0)
+    dedup_window: int = Field(DEFAULT_DEDUP_WINDOW_DAYS, ge=0, le=MAX_DEDUP_WINDOW_DAYS)
+    """Days either side of an event's ``event_date`` in which its key counts as a duplicate.
+
+    The MERGE matches ``dedup_key`` in any partition within +-``dedup_window`` days of the
+    incoming row's ``event_date`` (0: the same date only). A copy whose ``event_time`` moved to
+    another date (a retry re-stamped at send time, a CDC re-emit) is caught within the window
+    and lands as a second row outside it. Each day costs two more partitions read per batch
+    date. Written as whole days (``0d``, ``3d``, ``72h``, or a bare number of days). Default
+    ``1d``: a copy re-stamped across midnight is caught, for 3 partitions read per batch date
+    instead of 1.
+    """
+
+    _days = field_validator("dedup_window", mode="before")(parse_whole_days)
 
     @model_validator(mode="after")
     def _one_location(self) -> TargetConfig:
@@ -73,6 +91,10 @@ class TargetConfig(BaseModel):
             raise ValueError("set exactly one of target.path or target.table")
         if self.quarantine_path and self.quarantine_table:
             raise ValueError("set at most one of target.quarantine_path or target.quarantine_table")
+        if self.dedup_window and DATE_COLUMN not in self.partition_by:
+            raise ValueError(f"target.dedup_window needs '{DATE_COLUMN}' in target.partition_by "
+                             "(without it the key is matched across all dates anyway); "
+                             "set dedup_window: 0d")
         return self
 
     @property

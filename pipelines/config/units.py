@@ -29,3 +29,23 @@ def parse_duration(value: object) -> float:
         raise ValueError("not a duration (use e.g. 500ms, 10s, 2m, 1h)")
     number, unit = match.groups()
     return float(number) * _FACTORS[unit or "s"]
+
+
+def parse_whole_days(value: object) -> int:
+    """Parse a duration that must be a whole number of days (``0d``, ``3d``, ``72h``).
+
+    Args:
+        value: a duration string, or a bare integer meaning days.
+
+    Returns:
+        The number of days.
+
+    Raises:
+        ValueError: if the value is not a duration, or not a whole number of days.
+    """
+    if isinstance(value, int) and not isinstance(value, bool):
+        return value
+    seconds = parse_duration(value)
+    if isinstance(value, float) or seconds % 86400:
+        raise ValueError("must be a whole number of days, e.g. 0d, 1d or 3d")
+    return int(seconds // 86400)

@@ -12,24 +12,37 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
-from datetime import UTC, datetime
+from datetime import UTC, date, datetime
 from typing import Any
 
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from pipelines import faults
-from pipelines.config.model import PipelineConfig
+from pipelines.config.model import DATE_COLUMN, PipelineConfig
 from pipelines.errors import CheckpointError
 from pipelines.reconcile import prove_replay
 from pipelines.sink.commit import app_id_for, commit_metadata, txn, with_conflict_retry
 from pipelines.sink.dedup import dedup_on_key
 from pipelines.sink.materialize import materialize, release
-from pipelines.sink.merge import MergeOutcome, insert_only_merge, literal_filter, range_filter
+from pipelines.sink.merge import (
+    MergeOutcome,
+    count_other_date_copies,
+    expand_dates,
+    insert_only_merge,
+    literal_filter,
+    null_safe_or_legacy,
+    range_filter,
+    within_days,
+)
 from pipelines.sink.metrics import BatchMetrics, commit_counts
 from pipelines.sink.parse import classify, quarantine_rows, valid_events
 from schemas.base import EventSchema
 
+#: The Kafka coordinates in the quarantine key. Offsets restart at 0 when a topic is recreated (or
+#: come from another cluster), so the MERGE also matches the record's ``kafka_timestamp``
+#: (null-safe) and ``record_hash`` (key and value): both are the same when a batch is replayed.
+#: Rows quarantined before ``record_hash`` existed (null) match without it.
 QUARANTINE_KEY = ("kafka_topic", "kafka_partition", "kafka_offset")
 
 
@@ -108,6 +121,9 @@ class BatchSink:
             stages["merge_commit"] = time.monotonic() - mark
             if not outcome.committed:  # never trust a skip: prove it covered the same offsets
                 prove_replay(spark, self.config.target.ref, app_id, batch_id, planned)
+            other_date = self._other_date_copies(
+                spark, deduped, values, unique - outcome.inserted if outcome.committed else 0,
+                stages)
             faults.maybe_crash("after_target_commit", batch_id)
         finally:
             release(classified)
@@ -119,6 +135,7 @@ class BatchSink:
             batch_id=batch_id, records_in=records_in, quarantined=quarantined,
             duplicates_in_batch=valid - unique,
             duplicates_by_merge=unique - outcome.inserted if outcome.committed else 0,
+            duplicates_other_date=other_date,
             inserted=outcome.inserted, duration_s=time.monotonic() - start,
             started_at=started_at, replayed=not outcome.committed,
             event_dates=tuple(sorted(d for d in values.get("event_date", []) if d)),
@@ -133,8 +150,11 @@ class BatchSink:
             self.guard(batch_id)
             faults.maybe_crash("before_quarantine_commit", batch_id)
             with txn(spark, app_id, batch_id, None):
-                return insert_only_merge(ref.delta(spark), rows, QUARANTINE_KEY,
-                                         range_filter("t", "kafka_offset", lo, hi))
+                return insert_only_merge(
+                    ref.delta(spark), rows, QUARANTINE_KEY,
+                    range_filter("t", "kafka_offset", lo, hi),
+                    F.col("t.kafka_timestamp").eqNullSafe(F.col("s.kafka_timestamp"))
+                    & null_safe_or_legacy("record_hash"))
 
         return with_conflict_retry(attempt, retries=self.config.target.commit_retries,
                                    what=f"quarantine MERGE into {ref.describe()}")
@@ -146,17 +166,42 @@ class BatchSink:
         target = self.config.target
         metadata = commit_metadata(self.config.name, app_id, batch_id, self.run_id, planned,
                                    counts)
-        on = (*target.partition_by, target.dedup_key)
-        prune = literal_filter("t", {k: [v for v in vs if v is not None]
-                                     for k, vs in values.items()})
+        window = target.dedup_window  # > 0 only when event_date is a partition column
+        on = tuple(c for c in (*target.partition_by, target.dedup_key)
+                   if not (window and c == DATE_COLUMN))
+        prune = literal_filter("t", {k: self._read_values(k, vs) for k, vs in values.items()})
         if target.partition_by and not any(values.values()):
             prune = F.lit(False)  # nothing to insert: read no partitions, still commit offsets
+        near = within_days(DATE_COLUMN, window) if window else None
 
         def attempt() -> MergeOutcome:
             self.guard(batch_id)
             faults.maybe_crash("before_target_commit", batch_id)
             with txn(spark, app_id, batch_id, metadata):
-                return insert_only_merge(target.ref.delta(spark), deduped, on, prune)
+                return insert_only_merge(target.ref.delta(spark), deduped, on, prune, near)
 
         return with_conflict_retry(attempt, retries=target.commit_retries,
                                    what=f"MERGE into {target.ref.describe()}")
+
+    def _read_values(self, column: str, values: list[object]) -> list[object]:
+        """The partition values the target MERGE reads: the batch's, widened by the window."""
+        present = [v for v in values if v is not None]
+        if column != DATE_COLUMN or not self.config.target.dedup_window:
+            return present
+        return list(expand_dates([d for d in present if isinstance(d, date)],
+                                 self.config.target.dedup_window))
+
+    def _other_date_copies(self, spark: SparkSession, deduped: DataFrame,
+                           values: dict[str, list[object]], dropped: int,
+                           stages: dict[str, float]) -> int:
+        """Rows the dedup window caught in another date (a query only if the MERGE dropped some)."""
+        if not dropped or not self.config.target.dedup_window:
+            return 0
+        mark = time.monotonic()
+        dates = [d for d in self._read_values(DATE_COLUMN, values.get(DATE_COLUMN, []))
+                 if isinstance(d, date)]
+        found = count_other_date_copies(self.config.target.ref.read(spark), deduped,
+                                        self.config.target.dedup_key, DATE_COLUMN, dates,
+                                        self.config.target.dedup_window)
+        stages["other_date"] = time.monotonic() - mark
+        return found

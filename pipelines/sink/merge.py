@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from datetime import date, timedelta
 from functools import reduce
 from typing import Any
 
@@ -40,29 +41,94 @@ def range_filter(alias: str, column: str, low: Any, high: Any) -> Column:
     return (col >= F.lit(low)) & (col <= F.lit(high))
 
 
+def expand_dates(dates: Iterable[date], days: int) -> list[date]:
+    """Every date within ``days`` of one of ``dates`` (sorted, distinct; ``dates`` if 0).
+
+    Dates that would leave Python's range (years 1..9999) are left out: no row can hold them.
+    """
+    out: set[date] = set()
+    for d in dates:
+        for shift in range(-days, days + 1):
+            try:
+                out.add(d + timedelta(days=shift))
+            except OverflowError:
+                continue
+    return sorted(out)
+
+
+def within_days(column: str, days: int) -> Column:
+    """``|t.column - s.column| <= days`` (in days): the per-row half of the dedup window."""
+    return F.abs(F.datediff(F.col(f"t.{column}"), F.col(f"s.{column}"))) <= F.lit(days)
+
+
+def null_safe_or_legacy(column: str) -> Column:
+    """``t.column <=> s.column``, or true when the target row predates the column (null).
+
+    Lets a column join a MERGE key after rows were written without it: old rows still match on
+    the rest of the key, so a replay of them stays a no-op.
+    """
+    return F.col(f"t.{column}").isNull() | F.col(f"t.{column}").eqNullSafe(F.col(f"s.{column}"))
+
+
 def insert_only_merge(
     target: DeltaTable,
     source: DataFrame,
     on: Sequence[str],
     target_filter: Column | None = None,
+    condition: Column | None = None,
 ) -> MergeOutcome:
     """Insert the source rows whose ``on`` columns match no target row.
+
+    A source row may match several target rows (e.g. a key in two partitions of the dedup
+    window): with only a not-matched clause, Delta 4.0 raises no multiple-match error.
 
     Args:
         target: the Delta table.
         source: rows to insert; must hold at most one row per ``on`` tuple.
-        on: the key columns (partition columns first, so they prune).
+        on: the key columns compared with ``=`` (partition columns first, so they prune).
         target_filter: an extra predicate on the target (alias ``t``), e.g. partition literals.
+        condition: an extra join predicate between ``t`` and ``s`` (null-safe or ranged keys).
 
     Returns:
         Whether a commit happened, and how many rows it inserted.
     """
     cond = reduce(lambda a, b: a & b, [F.col(f"t.{c}") == F.col(f"s.{c}") for c in on])
-    if target_filter is not None:
-        cond = cond & target_filter
+    for extra in (target_filter, condition):
+        if extra is not None:
+            cond = cond & extra
     result = (target.alias("t").merge(source.alias("s"), cond)
               .whenNotMatchedInsertAll().execute())
     rows = result.collect() if result is not None else []
     if not rows:
         return MergeOutcome(committed=False, inserted=0)
     return MergeOutcome(committed=True, inserted=int(rows[0]["num_inserted_rows"]))
+
+
+def count_other_date_copies(target: DataFrame, source: DataFrame, key: str, date_column: str,
+                            dates: Sequence[date], days: int) -> int:
+    """Source rows whose key is in the target only under another date within ``days``.
+
+    Run after the MERGE: those are the rows the dedup window caught and an ``(event_date, key)``
+    key would have let in. Inserted rows match themselves on their own date, so they never count.
+
+    Args:
+        target: the target table's rows (read after the MERGE).
+        source: the batch's deduplicated rows.
+        key: the dedup key column.
+        date_column: the date partition column.
+        dates: the dates the MERGE read (the batch's dates widened by ``days``), for pruning.
+        days: the dedup window.
+
+    Returns:
+        How many source rows were caught in another date's partition.
+    """
+    if not dates:
+        return 0
+    s = source.select(F.col(key).alias("_k"), F.col(date_column).alias("_sd"))
+    t = (target.where(F.col(date_column).isin(list(dates)))
+         .select(F.col(key).alias("_k"), F.col(date_column).alias("_td")))
+    near = (s.join(t, "_k")
+            .where(F.abs(F.datediff(F.col("_td"), F.col("_sd"))) <= F.lit(days))
+            .groupBy("_k")
+            .agg(F.max((F.col("_td") == F.col("_sd")).cast("int")).alias("same")))
+    return int(near.where(F.col("same") == 0).count())

@@ -18,6 +18,8 @@ class BatchMetrics:
 
     ``records_in = quarantined + duplicates_in_batch + duplicates_by_merge + inserted`` holds for
     every batch that was not a replay. A replayed batch (``replayed=True``) changed nothing.
+    ``duplicates_other_date`` is the part of ``duplicates_by_merge`` whose key was already in the
+    target only under another ``event_date`` (caught by ``target.dedup_window``; 0 without it).
     """
 
     pipeline: str
@@ -35,6 +37,7 @@ class BatchMetrics:
     target_version: int | None = None
     event_dates: tuple[date, ...] = ()
     stage_seconds: dict[str, float] = field(default_factory=dict)
+    duplicates_other_date: int = 0
 
     def as_row(self) -> dict[str, Any]:
         """A flat dict for a Delta row (event dates and stage timings become strings/JSON)."""

@@ -23,7 +23,8 @@ _ZONE_SUFFIX = r"(?i)(z|[+-][0-9]{2}(:?[0-9]{2})?)$"
 _YEARS = (1000, 9999)
 _V = "_variant"
 QUARANTINE_COLUMNS = ("kafka_topic", "kafka_partition", "kafka_offset", "kafka_timestamp",
-                      "kafka_key", "raw_value", "reason", "pipeline", "batch_id", "quarantined_at")
+                      "kafka_key", "raw_value", "reason", "pipeline", "batch_id", "quarantined_at",
+                      "record_hash")
 
 
 def _field_variant(spec: FieldSpec) -> Column:
@@ -130,10 +131,20 @@ def valid_events(classified: DataFrame, schema: EventSchema) -> DataFrame:
         "kafka_timestamp", F.current_timestamp().alias("ingested_at"))
 
 
+def record_hash() -> Column:
+    """A 64-bit hash of a Kafka record's key and value (nulls hash too; never null).
+
+    Part of the quarantine key: it tells apart two records at the same coordinates (a recreated
+    topic, another cluster) and is the same for every replay of one record.
+    """
+    return F.xxhash64(F.col("kafka_key"), F.col("raw_value"), F.col("kafka_key").isNull(),
+                      F.col("raw_value").isNull())
+
+
 def quarantine_rows(classified: DataFrame, pipeline: str, batch_id: int) -> DataFrame:
-    """The bad records, with their raw bytes, reason, coordinates, batch id and time."""
+    """The bad records, with their raw bytes, reason, coordinates, hash, batch id and time."""
     return classified.where(F.col("_reason").isNotNull()).select(
         "kafka_topic", "kafka_partition", "kafka_offset", "kafka_timestamp", "kafka_key",
         "raw_value", F.col("_reason").alias("reason"), F.lit(pipeline).alias("pipeline"),
         F.lit(batch_id).cast("long").alias("batch_id"),
-        F.current_timestamp().alias("quarantined_at"))
+        F.current_timestamp().alias("quarantined_at"), record_hash().alias("record_hash"))

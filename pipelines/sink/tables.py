@@ -30,7 +30,10 @@ QUARANTINE_SCHEMA = StructType([
     StructField("pipeline", StringType(), False),
     StructField("batch_id", LongType(), False),
     StructField("quarantined_at", TimestampType(), False),
+    StructField("record_hash", LongType(), True),  # added later: null in older rows
 ])
+#: Columns added to QUARANTINE_SCHEMA after tables were created with it: (name, SQL type).
+QUARANTINE_ADDED = (("record_hash", "BIGINT"),)
 
 
 def check_compatible(spark: SparkSession, ref: TableRef, expected: StructType) -> None:
@@ -54,6 +57,31 @@ def check_compatible(spark: SparkSession, ref: TableRef, expected: StructType) -
             + ". Point target at a new location, or migrate the table first.")
 
 
+def check_dedup_key(key: str, schema: EventSchema) -> None:
+    """Refuse a dedup key that a valid record may lack, or hold blank.
+
+    A null key never equals anything in a MERGE, so every copy of such a record would land again;
+    a blank one would make all blank-key events one event. Such records must be quarantined, which
+    only a required (and, for strings, non-empty) schema field guarantees.
+
+    Raises:
+        SchemaError: naming the key and the fix.
+    """
+    columns = set(schema.target_schema().fieldNames())
+    if key not in columns:
+        raise SchemaError(f"target.dedup_key '{key}' is not a column of schema {schema.name}; "
+                          f"columns are {sorted(columns)}")
+    spec = next((f for f in schema.fields if f.name == key), None)
+    if spec is not None and not spec.required:
+        raise SchemaError(f"target.dedup_key '{key}' is optional in schema {schema.name}: records "
+                          "without it could never be deduplicated. Declare it "
+                          f"FieldSpec('{key}', ..., required=True) or choose a required key.")
+    if spec is not None and spec.kind == "string" and not spec.non_empty:
+        raise SchemaError(f"target.dedup_key '{key}' may be blank in schema {schema.name}: all "
+                          "blank-key events would count as one. Declare it "
+                          f"FieldSpec('{key}', ..., non_empty=True) or choose another key.")
+
+
 def ensure_sink_tables(spark: SparkSession, config: PipelineConfig, schema: EventSchema) -> None:
     """Create the target and quarantine tables if missing; check them if present.
 
@@ -63,9 +91,7 @@ def ensure_sink_tables(spark: SparkSession, config: PipelineConfig, schema: Even
     """
     target_schema = schema.target_schema()
     columns = set(target_schema.fieldNames())
-    key = config.target.dedup_key
-    if key not in columns:
-        raise SchemaError(f"target.dedup_key '{key}' is not a column of schema {schema.name}")
+    check_dedup_key(config.target.dedup_key, schema)
     unknown = [p for p in config.target.partition_by if p not in columns]
     if unknown:
         raise SchemaError(f"target.partition_by {unknown} are not columns of schema "
@@ -74,7 +100,31 @@ def ensure_sink_tables(spark: SparkSession, config: PipelineConfig, schema: Even
         (config.target.ref, target_schema, config.target.partition_by),
         (config.target.quarantine_ref, QUARANTINE_SCHEMA, ()),
     ):
+        if expected is QUARANTINE_SCHEMA:
+            add_missing_columns(spark, ref, QUARANTINE_ADDED)
         create_or_check(spark, ref, expected, tuple(parts))
+
+
+def add_missing_columns(spark: SparkSession, ref: TableRef,
+                        columns: tuple[tuple[str, str], ...]) -> None:
+    """Add nullable ``columns`` an existing table lacks (``ALTER TABLE ... ADD COLUMNS``).
+
+    A no-op for a missing table (it is created with them) or one that has them all. Two
+    pipelines upgrading one table at once: the loser finds the column there on its retry.
+    """
+    if not ref.exists(spark):
+        return
+    have = set(ref.read(spark).schema.fieldNames())
+    missing = [f"`{name}` {sql}" for name, sql in columns if name not in have]
+    if not missing:
+        return
+    table = ref.name or "delta.`{}`".format((ref.path or "").replace("`", "``"))
+    try:
+        spark.sql(f"ALTER TABLE {table} ADD COLUMNS ({', '.join(missing)})")
+    except Exception:
+        have = set(ref.read(spark).schema.fieldNames())
+        if any(name not in have for name, _ in columns):
+            raise
 
 
 def create_or_check(spark: SparkSession, ref: TableRef, expected: StructType,

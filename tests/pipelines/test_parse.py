@@ -88,3 +88,16 @@ def test_quarantine_rows_keep_raw_bytes_and_coordinates(spark: SparkSession) -> 
     assert bytes(q["raw_value"]) == b"\xff\xfe"
     assert (q["reason"], q["kafka_offset"], q["pipeline"], q["batch_id"]) == \
         ("invalid_utf8", 1, "p1", 7)
+
+
+def test_record_hash_tells_records_apart_and_repeats_on_replay(spark: SparkSession) -> None:
+    values: list[bytes | None] = [b"{bad", b"{bad", b"{other", None, b""]
+    classified = classify(kafka_rows(spark, values), SCHEMA, 10_000)
+    hashes = [r["record_hash"] for r in
+              quarantine_rows(classified, "p1", 0).orderBy("kafka_offset").collect()]
+    assert None not in hashes
+    assert hashes[0] == hashes[1]  # same bytes: same hash, whatever the offset
+    assert len(set(hashes[1:])) == 4  # other bytes, a tombstone and an empty value all differ
+    replay = classify(kafka_rows(spark, values), SCHEMA, 10_000)
+    assert [r["record_hash"] for r in quarantine_rows(replay, "p1", 3)
+            .orderBy("kafka_offset").collect()] == hashes

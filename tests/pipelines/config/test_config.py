@@ -97,3 +97,24 @@ def test_help_lists_every_command(capsys: pytest.CaptureFixture[str]) -> None:
     out = capsys.readouterr().out
     for command in ("setup", "broker", "produce", "run", "status", "validate", "report"):
         assert command in out
+
+
+@pytest.mark.parametrize(("value", "days"), [("0d", 0), ("3d", 3), ("72h", 3), (2, 2), (None, 1)])
+def test_dedup_window_is_whole_days(tmp_path: Path, value: object, days: int) -> None:
+    target = {**BASE["target"], **({} if value is None else {"dedup_window": value})}  # type: ignore[dict-item]
+    cfg = load_config(write(tmp_path, {**BASE, "target": target}), environ={})
+    assert cfg.target.dedup_window == days
+
+
+@pytest.mark.parametrize(("target", "message"), [
+    ({"dedup_window": "36h"}, "whole number of days"),
+    ({"dedup_window": "-1d"}, "not a duration"),
+    ({"dedup_window": "400d"}, "less than or equal to 366"),
+    ({"dedup_window": "2d", "partition_by": []}, "target.dedup_window needs 'event_date'"),
+])
+def test_bad_dedup_window_fails_clearly(tmp_path: Path, target: dict[str, object],
+                                        message: str) -> None:
+    data = {**BASE, "target": {**BASE["target"], **target}}  # type: ignore[dict-item]
+    with pytest.raises(ConfigError, match=r"target\.dedup_window") as err:
+        load_config(write(tmp_path, data), environ={})
+    assert message in str(err.value)

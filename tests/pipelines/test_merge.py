@@ -1,0 +1,94 @@
+"""The target MERGE's dedup window: copies re-stamped onto another date, partition pruning."""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+from pathlib import Path
+
+import pytest
+from pyspark.sql import DataFrame, SparkSession
+
+from pipelines.config.model import PipelineConfig
+from pipelines.sink.batch import BatchSink
+from pipelines.sink.merge import expand_dates
+from pipelines.sink.metrics import BatchMetrics
+from pipelines.sink.tables import ensure_sink_tables
+from schemas import get_schema
+from tests.support.configs import make_config
+
+DAY = dt.date(2026, 3, 10)
+
+
+def kafka_batch(spark: SparkSession, events: list[tuple[str, dt.date]], first_offset: int
+                ) -> DataFrame:
+    """Rows shaped like Spark's Kafka source, one JSON event per (event_id, event date)."""
+    rows = []
+    for i, (event_id, day) in enumerate(events):
+        value = json.dumps({"event_id": event_id, "event_type": "t",
+                            "event_time": f"{day.isoformat()}T12:00:00Z"}).encode()
+        stamp = dt.datetime(2026, 3, 1) + dt.timedelta(seconds=first_offset + i)
+        rows.append((None, value, "orders", 0, first_offset + i, stamp, 0))
+    return spark.createDataFrame(rows, "key binary, value binary, topic string, partition int, "
+                                       "offset long, timestamp timestamp, timestampType int")
+
+
+def sink_for(spark: SparkSession, cfg: PipelineConfig, seen: list[BatchMetrics]) -> BatchSink:
+    schema = get_schema(cfg.schema_name)
+    ensure_sink_tables(spark, cfg, schema)
+    return BatchSink(cfg, schema, "run-merge", lambda _s: "query-merge", on_batch=seen.append)
+
+
+def rows_per_id(spark: SparkSession, cfg: PipelineConfig) -> dict[str, list[dt.date]]:
+    out: dict[str, list[dt.date]] = {}
+    for r in cfg.target.ref.read(spark).orderBy("event_date").collect():
+        out.setdefault(r["event_id"], []).append(r["event_date"])
+    return out
+
+
+def test_expand_dates_widens_each_date_and_merges_overlaps() -> None:
+    got = expand_dates([DAY, DAY + dt.timedelta(days=1)], 1)
+    assert got == [DAY + dt.timedelta(days=d) for d in (-1, 0, 1, 2)]
+    assert expand_dates([DAY], 0) == [DAY]
+    assert expand_dates([dt.date(9999, 12, 31)], 1) == [dt.date(9999, 12, 30),
+                                                         dt.date(9999, 12, 31)]
+
+
+@pytest.mark.parametrize("window", [0, 2])
+def test_a_copy_with_a_shifted_event_time_is_caught_within_the_window_only(
+        spark: SparkSession, lake: Path, window: int) -> None:
+    cfg = make_config(lake, "127.0.0.1:1", "orders", target={"dedup_window": f"{window}d"})
+    seen: list[BatchMetrics] = []
+    sink = sink_for(spark, cfg, seen)
+    plus = [DAY + dt.timedelta(days=d) for d in range(4)]
+    sink(kafka_batch(spark, [("e1", DAY), ("e2", DAY)], 0), 0)
+    # e1 re-stamped 2 days later (inside a 2-day window), e2 3 days later (outside), e3 new.
+    sink(kafka_batch(spark, [("e1", plus[2]), ("e2", plus[3]), ("e3", plus[2])], 2), 1)
+    # e2 again, between its two rows: with the window it matches both (no multiple-match error).
+    sink(kafka_batch(spark, [("e2", plus[1])], 5), 2)
+
+    got = rows_per_id(spark, cfg)
+    if window:
+        assert got == {"e1": [DAY], "e2": [DAY, plus[3]], "e3": [plus[2]]}
+        assert [(b.inserted, b.duplicates_by_merge, b.duplicates_other_date)
+                for b in seen] == [(2, 0, 0), (2, 1, 1), (0, 1, 1)]
+    else:  # window 0: the key is (event_date, event_id), every re-stamped copy lands again
+        assert got == {"e1": [DAY, plus[2]], "e2": [DAY, plus[1], plus[3]], "e3": [plus[2]]}
+        assert [b.duplicates_other_date for b in seen] == [0, 0, 0]
+    for b in seen:  # the identity of BatchMetrics still holds
+        assert b.records_in == (b.quarantined + b.duplicates_in_batch + b.duplicates_by_merge
+                                + b.inserted)
+
+
+def test_the_window_reads_only_the_widened_dates(spark: SparkSession, lake: Path) -> None:
+    cfg = make_config(lake, "127.0.0.1:1", "orders", target={"dedup_window": "2d"})
+    seen: list[BatchMetrics] = []
+    sink = sink_for(spark, cfg, seen)
+    far = DAY + dt.timedelta(days=5)
+    sink(kafka_batch(spark, [("a", DAY), ("b", far)], 0), 0)
+    for data in (Path(cfg.target.ref.location) / f"event_date={far}").glob("*.parquet"):
+        data.unlink()  # a MERGE that read this partition would now fail
+    sink(kafka_batch(spark, [("c", DAY + dt.timedelta(days=2)), ("a", DAY)], 2), 1)
+    assert seen[-1].inserted == 1 and seen[-1].duplicates_by_merge == 1
+    with pytest.raises(Exception, match=r"(?i)not.*(found|exist)"):
+        sink(kafka_batch(spark, [("d", DAY + dt.timedelta(days=3))], 4), 2)  # reads DAY+5
