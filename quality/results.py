@@ -46,6 +46,7 @@ from pyspark.sql.types import (
 from pipelines.config.model import PipelineConfig
 from pipelines.sink.commit import with_conflict_retry
 from pipelines.sink.metrics import BatchMetrics
+from pipelines.sink.tables import add_missing_columns
 from pipelines.tables import TableRef
 from quality.model import ValidationReport
 
@@ -80,6 +81,7 @@ METRICS_SCHEMA = StructType([
     StructField("event_dates", StringType(), True),
     StructField("stage_seconds", StringType(), True),
     StructField("recorded_at", TimestampType(), False),
+    StructField("duplicates_other_date", LongType(), True),
 ])
 METRICS_KEY = ("pipeline", "query_id", "batch_id")
 METRICS_PARTITION = ("pipeline",)
@@ -118,6 +120,10 @@ def insert_new(
     def create_and_merge() -> None:
         # Creation is inside the retry: pipelines sharing these tables may race to create them.
         ref.create_if_missing(spark, schema, partition_by)
+        # A table from an older release gains the nullable columns added since (else the MERGE
+        # would drop them silently).
+        add_missing_columns(spark, ref, tuple((f.name, f.dataType.simpleString())
+                                              for f in schema.fields if f.nullable))
         if unique:
             source = spark.createDataFrame(unique, schema)
             (ref.delta(spark).alias("t").merge(source.alias("s"), condition)
