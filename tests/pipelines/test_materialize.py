@@ -9,6 +9,7 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.types import BinaryType
 
+from pipelines import checkpoint
 from pipelines.config.loader import load_config
 from pipelines.kafka.broker import EmbeddedBroker
 from pipelines.kafka.produce import produce_events
@@ -42,7 +43,8 @@ def test_the_sink_reads_each_record_from_kafka_once(
     cfg = load_config(write_config(lake, broker.bootstrap_servers, topic), environ={})
     schema = get_schema(cfg.schema_name)
     ensure_sink_tables(spark, cfg, schema)
-    sink = BatchSink(cfg, schema, "run-once", lambda _s: "query-once")
+    sink = BatchSink(cfg, schema, "run-once", lambda _s: "query-once",
+                     lambda s, b: checkpoint.planned_offsets(s, cfg.checkpoint, b))
 
     def counted(batch: DataFrame, batch_id: int) -> None:
         sink(batch.withColumn("value", tagged("value")), batch_id)  # the real batch body
