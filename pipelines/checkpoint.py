@@ -110,3 +110,19 @@ def exclusive(location: str, pipeline: str) -> Iterator[None]:
         yield
     finally:
         handle.close()
+
+
+def retire(spark: SparkSession | None, location: str) -> str:
+    """Move the checkpoint aside so the next run starts a fresh query identity.
+
+    Returns:
+        The new path ``<location>.retired-<UTC yyyymmddTHHMMSS>``, or "" when there was none.
+    """
+    from datetime import UTC, datetime
+
+    if not is_local(location) or not Path(location).exists():
+        return ""
+    stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%S")
+    moved = f"{location.rstrip('/')}.retired-{stamp}"
+    os.rename(location, moved)
+    return moved

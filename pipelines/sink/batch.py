@@ -19,7 +19,14 @@ from pyspark.sql import functions as F
 
 from pipelines import faults
 from pipelines.config.model import PipelineConfig
-from pipelines.sink.commit import app_id_for, commit_metadata, txn, with_conflict_retry
+from pipelines.sink.commit import (
+    app_id_for,
+    commit_metadata,
+    mark_replay,
+    replay_app_id,
+    txn,
+    with_conflict_retry,
+)
 from pipelines.sink.dedup import dedup_on_key
 from pipelines.sink.materialize import materialize, release
 from pipelines.sink.merge import MergeOutcome, insert_only_merge, literal_filter, range_filter
@@ -41,6 +48,7 @@ class BatchSink:
         query_id: returns the streaming query id (read from the checkpoint on first use).
         offsets: the next offset per (topic, partition), starting from the table's record.
         on_batch: called with each batch's metrics (progress output, metric collection).
+        replay: a ``deltasink replay`` run: its own txn app id, commits marked as replays.
     """
 
     config: PipelineConfig
@@ -49,13 +57,15 @@ class BatchSink:
     query_id: Callable[[SparkSession], str]
     offsets: dict[str, dict[int, int]] = field(default_factory=dict)
     on_batch: Callable[[BatchMetrics], None] = lambda _m: None
+    replay: bool = False
 
     def __call__(self, batch: DataFrame, batch_id: int) -> None:
         """Process one micro-batch (Spark calls this; replays arrive with the same batch id)."""
         spark = batch.sparkSession
         start, started_at = time.monotonic(), datetime.now(UTC)
         stages: dict[str, float] = {}
-        app_id = app_id_for(self.config.name, self.query_id(spark))
+        app_id = (replay_app_id if self.replay else app_id_for)(self.config.name,
+                                                                self.query_id(spark))
         classified = materialize(
             classify(batch, self.schema, self.config.source.max_record_bytes))
         deduped: DataFrame | None = None
@@ -127,6 +137,7 @@ class BatchSink:
                       app_id: str, values: dict[str, list[object]]) -> MergeOutcome:
         target = self.config.target
         metadata = commit_metadata(self.config.name, app_id, batch_id, self.run_id, self.offsets)
+        metadata = mark_replay(metadata) if self.replay else metadata
         on = (*target.partition_by, target.dedup_key)
         prune = literal_filter("t", {k: [v for v in vs if v is not None]
                                      for k, vs in values.items()})
