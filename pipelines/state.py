@@ -113,18 +113,17 @@ def search(spark: SparkSession, ref: TableRef, wanted: Callable[[SinkCommit], bo
     """
     if not ref.exists(spark):
         return None
-    latest = int(_history(spark, ref, 1)[0]["version"])
-    skip = 0 if as_of is None else max(0, latest - as_of)
+    skip = 0 if as_of is None else max(0, int(_history(spark, ref, 1)[0]["version"]) - as_of)
     while True:
         limit = skip + window
-        rows = [r for r in _history(spark, ref, limit)
-                if as_of is None or r["version"] <= as_of]
+        every = _history(spark, ref, limit)
+        rows = [r for r in every if as_of is None or r["version"] <= as_of]
         for item in _walk(rows):
             if isinstance(item, int):
                 break  # a RESTORE to a time older than the window: widen
             if wanted(item):
                 return item
-        if limit > latest:  # the window already reached version 0
+        if len(every) < limit:  # the window already reached the first version
             return None
         window *= 2
 

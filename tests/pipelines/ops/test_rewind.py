@@ -109,13 +109,15 @@ def test_rewind_refuses_when_retention_deleted_what_it_would_reread(
     produce_events(bootstrap, topic, 200, seed=6, partitions=2, id_prefix="old")
     _run(spark, cfg)
     back_to = _version(spark, cfg)
-    set_retention(bootstrap, topic, retention_ms="1000", segment_ms="200")
     produce_events(bootstrap, topic, 200, seed=7, partitions=2, id_prefix="new")
-    _run(spark, cfg)
+    _run(spark, cfg)  # everything is ingested; then retention deletes what a rewind re-reads
+    set_retention(bootstrap, topic, retention_ms="1000", segment_ms="200")
     deadline = time.monotonic() + 120
     while sum(earliest(bootstrap, topic, 2)) < 400:
         assert time.monotonic() < deadline, "retention never deleted the records"
+        produce_events(bootstrap, topic, 2, seed=8, partitions=2, id_prefix="roll")
         time.sleep(1)
+    set_retention(bootstrap, topic, retention_ms="-1", segment_ms="604800000")
     with pytest.raises(SourceError) as refused:
         rewind(spark, cfg, to_version=back_to, say=lambda _l: None)
     message = str(refused.value)
