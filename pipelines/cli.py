@@ -125,6 +125,25 @@ def cmd_report(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_rewind(args: argparse.Namespace) -> int:
+    from pipelines.ops.rewind import rewind
+    from pipelines.runtime.spark import get_spark
+
+    rewind(get_spark(), _config(args), to_version=args.to_version,
+           to_timestamp=args.to_timestamp, dry_run=args.dry_run, say=_say)
+    _say(f"next: deltasink run --config {args.config}")
+    return 0
+
+
+def cmd_replay(args: argparse.Namespace) -> int:
+    from pipelines.ops.replay import replay
+    from pipelines.runtime.spark import get_spark
+
+    only = [t.strip() for t in args.topics.split(",") if t.strip()] if args.topics else None
+    replay(get_spark(), _config(args), args.from_timestamp, only_topics=only, say=_say)
+    return 0
+
+
 def cmd_demo(args: argparse.Namespace) -> int:
     from pipelines.ops.demo import run_demo
 
@@ -177,6 +196,18 @@ def build_parser() -> argparse.ArgumentParser:
     p = add("validate", cmd_validate, "run the data-quality suites on the target table")
     p.add_argument("--full", action="store_true",
                    help="check the whole table (default: the partitions the latest run wrote)")
+    p = add("rewind", cmd_rewind, "restore the target and quarantine to an earlier version; the "
+            "next run re-ingests from there")
+    point = p.add_mutually_exclusive_group(required=True)
+    point.add_argument("--to-version", type=int, metavar="V", help="a target table version")
+    point.add_argument("--to-timestamp", metavar="T",
+                       help="the target version current at this time (ISO 8601)")
+    p.add_argument("--dry-run", action="store_true", help="print the plan, change nothing")
+    p = add("replay", cmd_replay, "backfill: re-read Kafka from a time into the same tables "
+            "(adds only missing rows; the pipeline's offsets stay put)")
+    p.add_argument("--from-timestamp", required=True, metavar="T",
+                   help="first record time to re-read (ISO 8601, UTC unless it has a zone)")
+    p.add_argument("--topics", metavar="T1,T2", help="only these topics (default: all)")
     p = add("demo", cmd_demo, "the whole story locally: broker, duplicates, poison, a crash, "
             "exactly-once", config=False)
     p.add_argument("--dir", default="lake/demo", help="working folder, recreated (lake/demo)")

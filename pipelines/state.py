@@ -1,20 +1,37 @@
-"""What the target's Delta log says: deltasink commits, their txn ids and recorded offsets."""
+"""What the target's Delta log says: deltasink commits, their txn ids and recorded offsets.
+
+The log is read newest-first, in a window of the newest versions that widens (doubling) only
+when the answer is not in it, so start-up does not slow down as the history grows. A ``RESTORE``
+at version R to version V undoes every version in (V, R): those commits are marked
+``undone_by=R`` and the walk continues from V, so nested restores resolve too. Delta keeps the
+txn versions of undone commits (RESTORE does not roll back ``SetTransaction``), which is why a
+rewind must also start a fresh query identity (see ``pipelines/ops/rewind.py``).
+"""
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
+from datetime import datetime
 from typing import Any
 
-from pyspark.sql import SparkSession
-from pyspark.sql import functions as F
+from pyspark.sql import Row, SparkSession
 
 from pipelines.sink.commit import parse_commit_metadata
 from pipelines.tables import TableRef
 
+#: The first window of newest versions read from the log.
+WINDOW = 50
+
 
 @dataclass(frozen=True)
 class SinkCommit:
-    """One deltasink commit in a table's history."""
+    """One deltasink commit in a table's history.
+
+    Attributes:
+        undone_by: the version of the RESTORE that rolled this commit back, or None.
+        replay: written by ``deltasink replay`` (never moves the pipeline's offsets).
+    """
 
     version: int
     pipeline: str
@@ -22,54 +39,143 @@ class SinkCommit:
     batch_id: int
     offsets: dict[str, dict[int, int]]
     undone_by: int | None = None
+    replay: bool = False
+    timestamp: datetime | None = None
+
+
+def _history(spark: SparkSession, ref: TableRef, limit: int | None) -> list[Row]:
+    """The newest ``limit`` history rows (all when None), newest first."""
+    history = ref.delta(spark).history(limit) if limit else ref.delta(spark).history()
+    return list(history.select("version", "timestamp", "operation", "operationParameters",
+                               "userMetadata").orderBy("version", ascending=False).collect())
+
+
+def restored_to(row: Row, rows: list[Row]) -> int | None:
+    """The version a RESTORE row went back to (None: not a RESTORE, or not resolvable in rows).
+
+    RESTORE records ``operationParameters`` as strings: ``{"version": "3", "timestamp": None}``,
+    or ``{"version": None, "timestamp": "2026-11-23 09:38:15.664"}`` for a timestamp restore,
+    which resolves to the newest version committed at or before that time.
+    """
+    if row["operation"] != "RESTORE":
+        return None
+    params = row["operationParameters"] or {}
+    if params.get("version") not in (None, ""):
+        return int(params["version"])
+    when = datetime.fromisoformat(str(params.get("timestamp")))
+    older = [r for r in rows if r["version"] < row["version"] and r["timestamp"] <= when]
+    return int(older[0]["version"]) if older else None
+
+
+def _walk(rows: list[Row]) -> Iterator[SinkCommit | int]:
+    """deltasink commits in ``rows`` (newest first), with ``undone_by`` set.
+
+    Yields ``-1`` when a RESTORE cannot be resolved within ``rows`` (the caller widens).
+    """
+    undo: tuple[int, int] | None = None  # (restore version R, restored-to version V)
+    for row in rows:
+        version = int(row["version"])
+        undone_by = undo[0] if undo and version > undo[1] else None
+        if undone_by is None:
+            undo = None
+            if row["operation"] == "RESTORE":
+                target = restored_to(row, rows)
+                if target is None:
+                    yield -1
+                    return
+                undo = (version, target)
+        commit = _commit(row, undone_by)
+        if commit is not None:
+            yield commit
+
+
+def _commit(row: Row, undone_by: int | None) -> SinkCommit | None:
+    body: dict[str, Any] | None = parse_commit_metadata(row["userMetadata"])
+    if body is None:
+        return None
+    offsets = {t: {int(p): int(o) for p, o in ps.items()}
+               for t, ps in body.get("offsets", {}).items()}
+    return SinkCommit(int(row["version"]), str(body["pipeline"]), str(body["app_id"]),
+                      int(body["batch_id"]), offsets, undone_by, bool(body.get("replay")),
+                      row["timestamp"])
+
+
+def search(spark: SparkSession, ref: TableRef, wanted: Callable[[SinkCommit], bool],
+           as_of: int | None = None, window: int = WINDOW) -> SinkCommit | None:
+    """The newest deltasink commit for which ``wanted`` is true, reading a widening window.
+
+    Args:
+        spark: the session.
+        ref: the table.
+        wanted: the predicate (it sees ``undone_by`` already set).
+        as_of: walk the history as it stood at this version (default: the latest).
+        window: the first number of versions to read; doubles until the answer is found.
+    """
+    if not ref.exists(spark):
+        return None
+    skip = 0 if as_of is None else max(0, int(_history(spark, ref, 1)[0]["version"]) - as_of)
+    while True:
+        limit = skip + window
+        every = _history(spark, ref, limit)
+        rows = [r for r in every if as_of is None or r["version"] <= as_of]
+        for item in _walk(rows):
+            if isinstance(item, int):
+                break  # a RESTORE to a time older than the window: widen
+            if wanted(item):
+                return item
+        if len(every) < limit:  # the window already reached the first version
+            return None
+        window *= 2
 
 
 def sink_commits(spark: SparkSession, ref: TableRef, pipeline: str | None = None,
                  limit: int | None = None) -> list[SinkCommit]:
-    """deltasink's commits in ``ref``'s history, newest first.
+    """deltasink's commits in ``ref``'s history, newest first, with ``undone_by`` set.
 
     Args:
         spark: the session.
         ref: the table.
         pipeline: only this pipeline's commits.
-        limit: look at the newest ``limit`` versions only.
+        limit: look at the newest ``limit`` versions only (a RESTORE whose timestamp
+            resolves below them stops the listing there).
     """
     if not ref.exists(spark):
         return []
-    history = ref.delta(spark).history(limit) if limit else ref.delta(spark).history()
-    rows = (history.where(F.col("userMetadata").contains('"deltasink"'))
-            .select("version", "userMetadata").orderBy(F.col("version").desc()).collect())
-    out = []
-    for row in rows:
-        body: dict[str, Any] | None = parse_commit_metadata(row["userMetadata"])
-        if body is None or (pipeline and body.get("pipeline") != pipeline):
-            continue
-        offsets = {t: {int(p): int(o) for p, o in ps.items()}
-                   for t, ps in body.get("offsets", {}).items()}
-        out.append(SinkCommit(int(row["version"]), str(body["pipeline"]), str(body["app_id"]),
-                              int(body["batch_id"]), offsets))
-    return out
+    return [c for c in _walk(_history(spark, ref, limit))
+            if isinstance(c, SinkCommit) and (not pipeline or c.pipeline == pipeline)]
 
 
-def recorded_offsets(spark: SparkSession, ref: TableRef,
-                     pipeline: str) -> dict[str, dict[int, int]] | None:
-    """The next offsets to read, as recorded by ``pipeline``'s newest commit to ``ref``."""
-    commits = sink_commits(spark, ref, pipeline)
-    return commits[0].offsets if commits else None
+def live_commit(spark: SparkSession, ref: TableRef, pipeline: str,
+                as_of: int | None = None) -> SinkCommit | None:
+    """``pipeline``'s newest commit that no RESTORE undid and that is not a replay commit."""
+    return search(spark, ref, lambda c: c.pipeline == pipeline and c.undone_by is None
+                  and not c.replay, as_of)
 
 
-def txn_versions(commits: list[SinkCommit]) -> dict[str, int]:
-    """The highest committed batch id (txnVersion) per txnAppId."""
-    out: dict[str, int] = {}
-    for c in commits:
-        out[c.app_id] = max(out.get(c.app_id, -1), c.batch_id)
-    return out
+def recorded_offsets(spark: SparkSession, ref: TableRef, pipeline: str,
+                     as_of: int | None = None) -> dict[str, dict[int, int]] | None:
+    """The next offsets to read, as recorded by ``pipeline``'s newest live commit to ``ref``.
+
+    Args:
+        spark: the session.
+        ref: the table.
+        pipeline: the pipeline name.
+        as_of: as the table stood at this version (default: the latest).
+    """
+    commit = live_commit(spark, ref, pipeline, as_of)
+    return commit.offsets if commit else None
 
 
 def find_commit(spark: SparkSession, ref: TableRef, app_id: str,
                 batch_id: int) -> SinkCommit | None:
-    """The commit of ``(app_id, batch_id)`` in ``ref``'s history, or None."""
-    for commit in sink_commits(spark, ref):
-        if commit.app_id == app_id and commit.batch_id == batch_id:
-            return commit
-    return None
+    """The newest commit of (``app_id``, ``batch_id``), with ``undone_by`` set, or None."""
+    return search(spark, ref, lambda c: c.app_id == app_id and c.batch_id == batch_id)
+
+
+def txn_versions(commits: list[SinkCommit]) -> dict[str, int]:
+    """The highest committed batch id (txnVersion) per txnAppId (undone commits included:
+    RESTORE does not roll back Delta's txn versions)."""
+    out: dict[str, int] = {}
+    for c in commits:
+        out[c.app_id] = max(out.get(c.app_id, -1), c.batch_id)
+    return out

@@ -21,8 +21,8 @@ def collect_status(spark: SparkSession, config: PipelineConfig) -> dict[str, Any
         out["target_rows"] = target.read(spark).count()
         commits = state.sink_commits(spark, target)
         out["txn"] = state.txn_versions(commits)
-        mine = [c for c in commits if c.pipeline == config.name]
-        out["table_offsets"] = _offsets(mine[0].offsets) if mine else {}
+        recorded = state.recorded_offsets(spark, target, config.name)  # RESTORE-aware
+        out["table_offsets"] = _offsets(recorded) if recorded else {}
     else:
         out.update(table_version=None, target_rows=0, txn={}, table_offsets={})
     out["quarantine_rows"] = quarantine.read(spark).count() if quarantine.exists(spark) else 0

@@ -22,7 +22,14 @@ from pipelines import faults
 from pipelines.config.model import DATE_COLUMN, PipelineConfig
 from pipelines.errors import CheckpointError
 from pipelines.reconcile import prove_replay
-from pipelines.sink.commit import app_id_for, commit_metadata, txn, with_conflict_retry
+from pipelines.sink.commit import (
+    app_id_for,
+    commit_metadata,
+    mark_replay,
+    replay_app_id,
+    txn,
+    with_conflict_retry,
+)
 from pipelines.sink.dedup import dedup_on_key
 from pipelines.sink.materialize import materialize, release
 from pipelines.sink.merge import (
@@ -60,6 +67,7 @@ class BatchSink:
         guard: called with the batch id before each commit; raises if this run may not commit
             (another writer holds the checkpoint's lease).
         on_batch: called with each batch's metrics (progress output, metric collection).
+        replay: a ``deltasink replay`` run: its own txn app id, commits marked as replays.
     """
 
     config: PipelineConfig
@@ -69,13 +77,15 @@ class BatchSink:
     planned: Callable[[SparkSession, int], dict[str, dict[int, int]] | None]
     guard: Callable[[int], None] = lambda _b: None
     on_batch: Callable[[BatchMetrics], None] = lambda _m: None
+    replay: bool = False
 
     def __call__(self, batch: DataFrame, batch_id: int) -> None:
         """Process one micro-batch (Spark calls this; replays arrive with the same batch id)."""
         spark = batch.sparkSession
         start, started_at = time.monotonic(), datetime.now(UTC)
         stages: dict[str, float] = {}
-        app_id = app_id_for(self.config.name, self.query_id(spark))
+        app_id = (replay_app_id if self.replay else app_id_for)(self.config.name,
+                                                                self.query_id(spark))
         planned = self.planned(spark, batch_id)
         if planned is None:
             raise CheckpointError(f"checkpoint {self.config.checkpoint} has no planned offsets "
@@ -166,6 +176,7 @@ class BatchSink:
         target = self.config.target
         metadata = commit_metadata(self.config.name, app_id, batch_id, self.run_id, planned,
                                    counts)
+        metadata = mark_replay(metadata) if self.replay else metadata
         window = target.dedup_window  # > 0 only when event_date is a partition column
         on = tuple(c for c in (*target.partition_by, target.dedup_key)
                    if not (window and c == DATE_COLUMN))

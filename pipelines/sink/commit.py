@@ -133,3 +133,15 @@ def with_conflict_retry(action: Callable[[], T], *, retries: int, what: str,
                     f"{aftermath}") from exc
             sleep(min(30.0, backoff * 2**attempt) * (0.5 + random.random()))
     raise AssertionError("unreachable")
+
+
+def replay_app_id(pipeline: str, replay_id: str) -> str:
+    """The txnAppId of a ``deltasink replay`` run (never the pipeline's own)."""
+    return f"deltasink-replay:{pipeline}:{replay_id}"
+
+
+def mark_replay(metadata: str) -> str:
+    """``metadata`` with ``"replay": true``: recorded offsets ignore such commits."""
+    body = json.loads(metadata)
+    body[METADATA_KEY]["replay"] = True
+    return json.dumps(body, separators=(",", ":"))

@@ -1,0 +1,131 @@
+"""``python -m bench.startup``: start-up cost of reading the log, 10,000 commits vs a fresh table.
+
+What run.py reads from the target's log before streaming is ``state.recorded_offsets`` (after
+``ensure_sink_tables`` has loaded the snapshot). Both are timed with Delta's in-process log cache
+cleared first, as in a new process. The goal: the long table costs at most 1.2x the fresh one.
+
+Building the long table: a real Spark commit costs about 1 s on the shared 2-core machine, so
+10,000 would take hours. The first and last commits are real deltasink MERGE-free appends made
+with the sink's own ``txn``/``commit_metadata``; the ones in between are written as commit files
+holding a ``commitInfo`` (deltasink userMetadata) and a ``txn`` action, like a batch that had
+nothing to insert. Delta then writes a real checkpoint, and the build checks that Delta reads it
+(``history()`` lists every version, the rows and txn version are right). Writes
+``bench/results/startup.{md,json}``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+from pyspark.sql import SparkSession
+
+from bench.run import RESULTS, say
+from pipelines import state
+from pipelines.sink.commit import commit_metadata, txn
+from pipelines.tables import TableRef
+
+PIPELINE = "bench_startup"
+APP = f"deltasink:{PIPELINE}:q"
+GOAL = 1.2
+
+
+def _real_commit(spark: SparkSession, ref: TableRef, batch: int) -> None:
+    with txn(spark, APP, batch, commit_metadata(PIPELINE, APP, batch, "r", {"t": {0: batch}})):
+        spark.range(batch, batch + 1).coalesce(1).write.format("delta").mode("append") \
+            .save(ref.path)
+
+
+def build(spark: SparkSession, ref: TableRef, commits: int, real: int = 3) -> None:
+    """A table with ``commits`` + 1 versions; the first and last ``real`` written by Spark."""
+    spark.range(0).write.format("delta").save(ref.path)
+    for batch in range(real):
+        _real_commit(spark, ref, batch)
+    log = Path(ref.path) / "_delta_log"
+    stamp = int(time.time() * 1000)
+    for version in range(real + 1, commits - real + 1):
+        batch = version - 1
+        info = {"timestamp": stamp, "operation": "MERGE", "operationParameters": {},
+                "isBlindAppend": False, "readVersion": version - 1, "isolationLevel":
+                "Serializable", "engineInfo": "bench.startup",
+                "userMetadata": commit_metadata(PIPELINE, APP, batch, "r", {"t": {0: batch}})}
+        lines = [{"commitInfo": info}, {"txn": {"appId": APP, "version": batch,
+                                                "lastUpdated": stamp}}]
+        (log / f"{version:020d}.json").write_text("\n".join(json.dumps(x) for x in lines) + "\n")
+    jvm = spark._jvm  # type: ignore[attr-defined]
+    jvm.org.apache.spark.sql.delta.DeltaLog.clearCache()
+    delta_log = jvm.org.apache.spark.sql.delta.DeltaLog.forTable(spark._jsparkSession, ref.path)  # type: ignore[attr-defined]
+    delta_log.checkpoint()
+    for batch in range(commits - real, commits):
+        _real_commit(spark, ref, batch)
+    versions = ref.delta(spark).history().count()
+    assert versions == commits + 1, f"Delta lists {versions} versions, wanted {commits + 1}"
+    assert ref.read(spark).count() == 2 * real, "the table's rows are wrong"
+    assert state.recorded_offsets(spark, ref, PIPELINE) == {"t": {0: commits - 1}}
+
+
+def startup_seconds(spark: SparkSession, ref: TableRef, repeat: int) -> float:
+    """Median time of a cold snapshot load plus ``state.recorded_offsets``."""
+    jvm = spark._jvm  # type: ignore[attr-defined]
+    times = []
+    for _ in range(repeat):
+        jvm.org.apache.spark.sql.delta.DeltaLog.clearCache()
+        mark = time.monotonic()
+        ref.delta(spark)
+        state.recorded_offsets(spark, ref, PIPELINE)
+        times.append(time.monotonic() - mark)
+    return statistics.median(times)
+
+
+def full_scan_seconds(spark: SparkSession, ref: TableRef) -> float:
+    """The old way: the whole ``history()``."""
+    spark._jvm.org.apache.spark.sql.delta.DeltaLog.clearCache()  # type: ignore[attr-defined]
+    mark = time.monotonic()
+    state.sink_commits(spark, ref, PIPELINE)
+    return time.monotonic() - mark
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Build both tables, time them, and write the report."""
+    parser = argparse.ArgumentParser(prog="python -m bench.startup", description=__doc__)
+    parser.add_argument("--commits", type=int, default=10_000)
+    parser.add_argument("--repeat", type=int, default=5)
+    parser.add_argument("--out", type=Path, default=RESULTS)
+    args = parser.parse_args(argv)
+    from pipelines.runtime.spark import get_spark
+
+    spark = get_spark("deltasink-bench-startup")
+    with tempfile.TemporaryDirectory(prefix="deltasink-startup-") as tmp:
+        fresh, long = TableRef(path=f"{tmp}/fresh"), TableRef(path=f"{tmp}/long")
+        mark = time.monotonic()
+        build(spark, fresh, 6)
+        build(spark, long, args.commits)
+        say(f"built tables of 7 and {args.commits + 1} versions in {time.monotonic() - mark:.0f}s")
+        startup_seconds(spark, fresh, 2)  # warm-up
+        result: dict[str, Any] = {
+            "commits": args.commits, "repeat": args.repeat,
+            "fresh_s": round(startup_seconds(spark, fresh, args.repeat), 3),
+            "long_s": round(startup_seconds(spark, long, args.repeat), 3),
+            "long_full_history_s": round(full_scan_seconds(spark, long), 3)}
+    result["ratio"] = round(result["long_s"] / result["fresh_s"], 2)
+    result["goal"] = GOAL
+    result["met"] = result["ratio"] <= GOAL
+    args.out.mkdir(parents=True, exist_ok=True)
+    (args.out / "startup.json").write_text(json.dumps(result, indent=2) + "\n")
+    md = (f"| start-up (snapshot + recorded offsets) | fresh table | {args.commits:,} commits | "
+          f"ratio (goal <= {GOAL}) | old full-history scan |\n|---|---|---|---|---|\n"
+          f"| median of {args.repeat}, cold log cache | {result['fresh_s']} s | "
+          f"{result['long_s']} s | {result['ratio']} ({'met' if result['met'] else 'missed'}) "
+          f"| {result['long_full_history_s']} s |\n")
+    (args.out / "startup.md").write_text(md)
+    say(md)
+    return 0 if result["met"] else 1
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

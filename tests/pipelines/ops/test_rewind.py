@@ -1,0 +1,126 @@
+"""``deltasink rewind``: restore to a version, retire the checkpoint, re-ingest exactly once."""
+
+from __future__ import annotations
+
+import time
+import uuid
+from pathlib import Path
+
+import pytest
+from pyspark.sql import SparkSession
+
+from pipelines.config.model import PipelineConfig
+from pipelines.errors import ConfigError, SourceError
+from pipelines.kafka.broker import EmbeddedBroker
+from pipelines.kafka.produce import produce_events
+from pipelines.ops.rewind import rewind
+from pipelines.run import run_pipeline
+from tests.chaos.test_retention import earliest, set_retention
+from tests.support import runner
+from tests.support.checker import check
+from tests.support.configs import make_config, write_config
+
+
+def _run(spark: SparkSession, config: PipelineConfig) -> int:
+    return run_pipeline(spark, config, validate=False, progress=lambda _l: None).inserted
+
+
+def _version(spark: SparkSession, config: PipelineConfig) -> int:
+    return int(config.target.ref.delta(spark).history(1).first()["version"])  # type: ignore[index]
+
+
+@pytest.mark.slow
+def test_rewind_then_run_reingests_exactly_once(spark: SparkSession, broker: EmbeddedBroker,
+                                                lake: Path) -> None:
+    topic = f"rewind-{uuid.uuid4().hex[:8]}"
+    cfg = make_config(lake, broker.bootstrap_servers, topic)
+    first = produce_events(broker.bootstrap_servers, topic, 800, poison_rate=0.01, seed=1,
+                           id_prefix="one")
+    _run(spark, cfg)
+    after_one = _version(spark, cfg)
+    second = produce_events(broker.bootstrap_servers, topic, 700, poison_rate=0.01, seed=2,
+                            id_prefix="two")
+    _run(spark, cfg)
+    said: list[str] = []
+    rewind(spark, cfg, to_version=after_one, say=said.append)
+    assert cfg.target.ref.read(spark).count() == 800  # run 2's rows are gone
+    assert any(line.startswith("checkpoint moved to ") and ".retired-" in line for line in said)
+    assert not Path(cfg.checkpoint).exists()
+    assert _run(spark, cfg) == 700  # the next run re-ingests run 2's records
+    poison = sum(first.poison.values()) + sum(second.poison.values())
+    verdict = check(spark, cfg, first.event_ids + second.event_ids, poison)
+    assert verdict.clean, verdict
+
+
+@pytest.mark.slow
+def test_rewind_after_a_manual_restore(spark: SparkSession, broker: EmbeddedBroker,
+                                       lake: Path) -> None:
+    topic = f"rewind-{uuid.uuid4().hex[:8]}"
+    cfg = make_config(lake, broker.bootstrap_servers, topic, source={"max_records_per_batch": 300})
+    sent = produce_events(broker.bootstrap_servers, topic, 900, poison_rate=0.01, seed=3)
+    _run(spark, cfg)
+    commits = [int(r["version"]) for r in cfg.target.ref.delta(spark).history()
+               .where("userMetadata IS NOT NULL").collect()]
+    back_to = sorted(commits)[0]  # after the first batch
+    spark.sql(f"RESTORE TABLE delta.`{cfg.target.ref.path}` TO VERSION AS OF {back_to}")
+    rewind(spark, cfg, to_version=back_to, say=lambda _l: None)
+    _run(spark, cfg)
+    verdict = check(spark, cfg, sent.event_ids, sum(sent.poison.values()))
+    assert verdict.clean, verdict
+
+
+@pytest.mark.slow
+def test_dry_run_changes_nothing_and_bad_versions_are_refused(
+        spark: SparkSession, broker: EmbeddedBroker, lake: Path) -> None:
+    topic = f"rewind-{uuid.uuid4().hex[:8]}"
+    path = write_config(lake, broker.bootstrap_servers, topic)
+    cfg = make_config(lake, broker.bootstrap_servers, topic)
+    produce_events(broker.bootstrap_servers, topic, 300, seed=4, partitions=2, id_prefix="a")
+    _run(spark, cfg)
+    back_to = _version(spark, cfg)
+    produce_events(broker.bootstrap_servers, topic, 200, seed=5, partitions=2, id_prefix="b")
+    _run(spark, cfg)
+    before = (_version(spark, cfg), cfg.target.ref.read(spark).count(),
+              sorted(p.name for p in Path(cfg.checkpoint).rglob("*")))
+    done = runner.deltasink("rewind", "--config", str(path), "--to-version", str(back_to),
+                            "--dry-run")
+    assert done.returncode == 0, done.stderr
+    out = done.stdout
+    assert f"target      version {before[0]} -> {back_to}" in out
+    reread = sum(int(line.split("re-reads ")[1].split()[0]) for line in out.splitlines()
+                 if "re-reads" in line)
+    assert reread == 200, out
+    assert out.rstrip().endswith(f"next: deltasink run --config {path}")
+    after = (_version(spark, cfg), cfg.target.ref.read(spark).count(),
+             sorted(p.name for p in Path(cfg.checkpoint).rglob("*")))
+    assert after == before
+    with pytest.raises(ConfigError, match="is not a version of"):
+        rewind(spark, cfg, to_version=before[0] + 5, say=lambda _l: None)
+    bad = runner.deltasink("rewind", "--config", str(path), "--to-version", "99")
+    assert bad.returncode == 2 and len(bad.stderr.strip().splitlines()) == 1, bad.stderr
+
+
+@pytest.mark.slow
+def test_rewind_refuses_when_retention_deleted_what_it_would_reread(
+        spark: SparkSession, broker: EmbeddedBroker, lake: Path) -> None:
+    bootstrap = broker.bootstrap_servers
+    topic = f"rewind-{uuid.uuid4().hex[:8]}"
+    cfg = make_config(lake, bootstrap, topic)
+    produce_events(bootstrap, topic, 200, seed=6, partitions=2, id_prefix="old")
+    _run(spark, cfg)
+    back_to = _version(spark, cfg)
+    produce_events(bootstrap, topic, 200, seed=7, partitions=2, id_prefix="new")
+    _run(spark, cfg)  # everything is ingested; then retention deletes what a rewind re-reads
+    set_retention(bootstrap, topic, retention_ms="1000", segment_ms="200")
+    deadline = time.monotonic() + 120
+    while sum(earliest(bootstrap, topic, 2)) < 400:
+        assert time.monotonic() < deadline, "retention never deleted the records"
+        produce_events(bootstrap, topic, 2, seed=8, partitions=2, id_prefix="roll")
+        time.sleep(1)
+    set_retention(bootstrap, topic, retention_ms="-1", segment_ms="604800000")
+    with pytest.raises(SourceError) as refused:
+        rewind(spark, cfg, to_version=back_to, say=lambda _l: None)
+    message = str(refused.value)
+    assert f"{topic}[0] offsets" in message and "retention already deleted" in message
+    assert "\n" not in message
+    assert _version(spark, cfg) > back_to  # nothing was restored
