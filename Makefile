@@ -36,6 +36,7 @@ chaos: install
 
 bench: install
 	$(PY) -m bench.run
+	$(PY) -m bench.startup
 
 # A 5M-record backlog through deltasink in 500k batches; checks the driver's peak RSS < 3 GiB.
 bench-memory: install
