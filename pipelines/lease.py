@@ -38,20 +38,12 @@ from pipelines import faults
 from pipelines.checkpoint import is_local
 from pipelines.errors import CheckpointError
 from pipelines.runtime.hadoop import HadoopFS
+from pipelines.runtime.processes import pid_alive
 
 #: A lease not renewed for this long (by the store's clock) belongs to a run that is gone.
 LEASE_TTL = 60.0
 RENEW_EVERY = 10.0
 
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
 
 
 @dataclass
@@ -107,7 +99,7 @@ class Lease:
 
     def _live(self, body: dict[str, Any]) -> bool:
         if body.get("host") == self.host:
-            return _alive(int(body.get("pid") or 0))
+            return pid_alive(int(body.get("pid") or 0))
         modified = HadoopFS(self.spark).modified_ms(self.file)
         return modified is not None and time.time() * 1000 - modified < LEASE_TTL * 1000
 

@@ -19,6 +19,7 @@ from pathlib import Path
 
 from pipelines.errors import BrokerError
 from pipelines.runtime import jvm
+from pipelines.runtime.processes import pid_alive
 
 DEFAULT_PORT = 9092
 DEFAULT_DATA_DIR = "./lake/_broker"
@@ -76,15 +77,6 @@ def free_port_pair() -> int:
     raise BrokerError("found no free pair of loopback ports")
 
 
-def _pid_alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
-
 
 def new_cluster_id() -> str:
     """A KRaft cluster id: a random UUID in URL-safe base64.
@@ -126,7 +118,7 @@ class EmbeddedBroker:
         if not pid_file.exists():
             return None
         pid = int(pid_file.read_text().strip() or 0)
-        return pid if pid and _pid_alive(pid) else None
+        return pid if pid and pid_alive(pid) else None
 
     def _log_tail(self, lines: int = 15) -> str:
         log = self.data_dir / "broker.log"
@@ -210,10 +202,10 @@ class EmbeddedBroker:
         os.kill(pid, signal.SIGCONT)  # a paused broker cannot shut down
         os.kill(pid, signal.SIGTERM)
         deadline = time.monotonic() + timeout
-        while _pid_alive(pid) and time.monotonic() < deadline:
+        while pid_alive(pid) and time.monotonic() < deadline:
             _reap(pid)
             time.sleep(0.1)
-        if _pid_alive(pid):
+        if pid_alive(pid):
             os.kill(pid, signal.SIGKILL)
             _reap(pid)
         (self.data_dir / "broker.pid").unlink(missing_ok=True)
