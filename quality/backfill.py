@@ -7,9 +7,9 @@ row, and a row that was never written (the metrics table failed, or the process 
 target commit and the metrics write, after which the replayed batch is skipped as a no-op) can be
 written later, identical in its counts to the one the batch would have written.
 
-The history read is bounded: only the versions after the newest ``target_version`` this pipeline
-has recorded in the metrics table, and never more than ``max_versions`` (``DeltaTable.history``
-reads only that many commit files).
+The history read is bounded: a window of the newest versions, widened only until it reaches a
+batch the metrics table already has (by its start time), and never more than ``max_versions``
+(``DeltaTable.history`` reads only that many commit files).
 """
 
 from __future__ import annotations
@@ -25,6 +25,8 @@ from quality.results import write_run_metrics
 
 #: The newest target versions the backfill looks at, at most.
 MAX_VERSIONS = 1000
+#: The first window it reads; doubled while it holds no batch that is already recorded.
+WINDOW = 20
 
 
 def committed_batches(spark: SparkSession, ref: TableRef, pipeline: str,
@@ -86,12 +88,19 @@ def backfill_run_metrics(spark: SparkSession, config: PipelineConfig, *,
         return []
     latest = int(target.delta(spark).history(1).first()["version"])  # type: ignore[index]
     recorded = _recorded(spark, config)
-    newest = None if recorded is None else recorded.agg(F.max("target_version")).first()
-    bound = None if newest is None else newest[0]
-    limit = max_versions if bound is None else min(max_versions, latest - int(bound))
-    if limit <= 0:
-        return []
-    candidates = committed_batches(spark, target, config.name, limit)
+    newest = None if recorded is None else recorded.agg(F.max("started_at")).first()
+    # As epoch seconds: Spark hands back naive local datetimes, the commits aware UTC ones.
+    since = None if newest is None or newest[0] is None else newest[0].timestamp()
+    # Widen a window of the newest versions until it reaches a batch already recorded (live
+    # rows carry no target_version), so a start reads a few commits, not max_versions.
+    limit = min(WINDOW, max_versions) if since is not None else max_versions
+    while True:
+        candidates = committed_batches(spark, target, config.name, limit)
+        reached = since is not None and any(c.started_at.timestamp() <= since
+                                            for c in candidates)
+        if reached or limit >= max_versions or limit > latest:
+            break
+        limit = min(max_versions, limit * 2)
     if not candidates:
         return []
     have: set[tuple[str, int]] = set()
