@@ -59,7 +59,10 @@ def planned_offsets(spark: SparkSession, location: str, batch_id: int) -> Offset
         CheckpointError: the offsets file is truncated or unreadable.
     """
     file = _join(location, "offsets", str(batch_id))
-    text = HadoopFS(spark).read_text(file)
+    try:
+        text = HadoopFS(spark).read_text(file)
+    except Exception:  # e.g. a ChecksumException: the file no longer matches its .crc
+        text = ""
     if text is None:
         return None
     try:

@@ -199,8 +199,11 @@ class BatchSink:
         present = [v for v in values if v is not None]
         if column != DATE_COLUMN or not self.config.target.dedup_window:
             return present
-        return list(expand_dates([d for d in present if isinstance(d, date)],
-                                 self.config.target.dedup_window))
+        # Event dates are years 1000..9999 (parse quarantines the rest); the window must not
+        # widen past them (Spark's date literal cannot even say year 999).
+        return [d for d in expand_dates([d for d in present if isinstance(d, date)],
+                                        self.config.target.dedup_window)
+                if 1000 <= d.year <= 9999]
 
     def _other_date_copies(self, spark: SparkSession, deduped: DataFrame,
                            values: dict[str, list[object]], dropped: int,
