@@ -84,8 +84,8 @@ class BatchSink:
         spark = batch.sparkSession
         start, started_at = time.monotonic(), datetime.now(UTC)
         stages: dict[str, float] = {}
-        app_id = (replay_app_id if self.replay else app_id_for)(self.config.name,
-                                                                self.query_id(spark))
+        query_id = self.query_id(spark)  # a read of the checkpoint's metadata: once a batch
+        app_id = (replay_app_id if self.replay else app_id_for)(self.config.name, query_id)
         planned = self.planned(spark, batch_id)
         if planned is None:
             raise CheckpointError(f"checkpoint {self.config.checkpoint} has no planned offsets "
@@ -122,7 +122,7 @@ class BatchSink:
 
             mark = time.monotonic()
             counts = commit_counts(  # the commit carries them: its metrics row can be rebuilt
-                query_id=self.query_id(spark), records_in=records_in, quarantined=quarantined,
+                query_id=query_id, records_in=records_in, quarantined=quarantined,
                 duplicates_in_batch=records_in - quarantined - unique, unique=unique,
                 started_at=started_at, stage_seconds=stages,
                 event_dates=sorted(d for d in values.get("event_date", []) if d))
@@ -141,7 +141,7 @@ class BatchSink:
 
         valid = records_in - quarantined
         self.on_batch(BatchMetrics(
-            pipeline=self.config.name, run_id=self.run_id, query_id=self.query_id(spark),
+            pipeline=self.config.name, run_id=self.run_id, query_id=query_id,
             batch_id=batch_id, records_in=records_in, quarantined=quarantined,
             duplicates_in_batch=valid - unique,
             duplicates_by_merge=unique - outcome.inserted if outcome.committed else 0,
