@@ -75,19 +75,20 @@ def cmd_produce(args: argparse.Namespace) -> int:
 
 def cmd_run(args: argparse.Namespace) -> int:
     from pipelines.run import run_pipeline
-    from pipelines.runtime.spark import get_spark
+    from pipelines.runtime.spark import spark_for
 
     config = _config(args)
-    run_pipeline(get_spark(), config, trigger=args.trigger, interval=args.interval,
+    run_pipeline(spark_for(config), config, trigger=args.trigger, interval=args.interval,
                  validate=not args.no_validate, progress=_say)
     return 0
 
 
 def cmd_status(args: argparse.Namespace) -> int:
     from pipelines.ops.status import collect_status, format_status
-    from pipelines.runtime.spark import get_spark
+    from pipelines.runtime.spark import spark_for
 
-    status = collect_status(get_spark(), _config(args))
+    config = _config(args)
+    status = collect_status(spark_for(config), config)
     if args.json:
         _say(json.dumps(status, indent=2, default=str))
     else:
@@ -97,11 +98,12 @@ def cmd_status(args: argparse.Namespace) -> int:
 
 
 def cmd_validate(args: argparse.Namespace) -> int:
-    from pipelines.runtime.spark import get_spark
+    from pipelines.runtime.spark import spark_for
     from quality.results import latest_run_dates
     from quality.validate import validate_table
 
-    spark, config = get_spark(), _config(args)
+    config = _config(args)
+    spark = spark_for(config)
     latest = None if args.full else latest_run_dates(spark, config)
     if latest is None:
         if not args.full:
@@ -117,19 +119,21 @@ def cmd_validate(args: argparse.Namespace) -> int:
 
 
 def cmd_report(args: argparse.Namespace) -> int:
-    from pipelines.runtime.spark import get_spark
+    from pipelines.runtime.spark import spark_for
     from quality.report import write_report
 
-    out = write_report(get_spark(), _config(args), Path(args.out) if args.out else None)
+    config = _config(args)
+    out = write_report(spark_for(config), config, Path(args.out) if args.out else None)
     _say(f"dashboard written to {out}")
     return 0
 
 
 def cmd_rewind(args: argparse.Namespace) -> int:
     from pipelines.ops.rewind import rewind
-    from pipelines.runtime.spark import get_spark
+    from pipelines.runtime.spark import spark_for
 
-    rewind(get_spark(), _config(args), to_version=args.to_version,
+    config = _config(args)
+    rewind(spark_for(config), config, to_version=args.to_version,
            to_timestamp=args.to_timestamp, dry_run=args.dry_run, say=_say)
     _say(f"next: deltasink run --config {args.config}")
     return 0
@@ -137,10 +141,11 @@ def cmd_rewind(args: argparse.Namespace) -> int:
 
 def cmd_replay(args: argparse.Namespace) -> int:
     from pipelines.ops.replay import replay
-    from pipelines.runtime.spark import get_spark
+    from pipelines.runtime.spark import spark_for
 
+    config = _config(args)
     only = [t.strip() for t in args.topics.split(",") if t.strip()] if args.topics else None
-    replay(get_spark(), _config(args), args.from_timestamp, only_topics=only, say=_say)
+    replay(spark_for(config), config, args.from_timestamp, only_topics=only, say=_say)
     return 0
 
 

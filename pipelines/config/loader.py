@@ -80,7 +80,8 @@ def _describe(exc: ValidationError) -> str:
 def apply_env_overrides(raw: Mapping[str, Any], environ: Mapping[str, str]) -> dict[str, Any]:
     """Overlay ``DELTASINK_A__B__C=value`` variables onto the mapping.
 
-    Path segments are lower-cased; under ``source.options`` underscores become dots (Kafka style).
+    Path segments are lower-cased; under ``source.options`` and ``spark.conf`` underscores become
+    dots (``SPARK_EXECUTOR_MEMORY`` is ``spark.executor.memory``).
     Values are parsed as YAML scalars, so ``true`` and ``10`` keep their types.
 
     Args:
@@ -97,7 +98,7 @@ def apply_env_overrides(raw: Mapping[str, Any], environ: Mapping[str, str]) -> d
         parts = [p.lower() for p in var[len(ENV_PREFIX):].split("__") if p]
         if not parts:
             continue
-        if parts[:2] == ["source", "options"] and len(parts) == 3:
+        if parts[:2] in (["source", "options"], ["spark", "conf"]) and len(parts) == 3:
             parts[2] = parts[2].replace("_", ".")
             parsed: Any = value  # options are strings, secrets are never re-typed
         else:

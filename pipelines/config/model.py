@@ -3,8 +3,9 @@
 The YAML file is the single source of truth; environment variables named
 ``DELTASINK_<SECTION>__<KEY>`` override single keys (useful for secrets). Under
 ``source.options`` the key's underscores become dots, so
-``DELTASINK_SOURCE__OPTIONS__SASL_JAAS_CONFIG`` sets the Kafka option ``sasl.jaas.config``.
-Option values are treated as secrets: they are never shown in ``repr``, logs or errors.
+``DELTASINK_SOURCE__OPTIONS__SASL_JAAS_CONFIG`` sets the Kafka option ``sasl.jaas.config``; the
+same holds under ``spark.conf`` (``DELTASINK_SPARK__CONF__SPARK_EXECUTOR_MEMORY``).
+Option and Spark conf values are treated as secrets: they never show in ``repr``, logs or errors.
 """
 
 from __future__ import annotations
@@ -24,6 +25,8 @@ DATE_COLUMN = "event_date"
 #: target.dedup_window's default and bound, in days (see TargetConfig.dedup_window).
 DEFAULT_DEDUP_WINDOW_DAYS = 1
 MAX_DEDUP_WINDOW_DAYS = 366
+#: spark.master's default: this machine, two cores.
+DEFAULT_MASTER = "local[2]"
 
 
 class SourceConfig(BaseModel):
@@ -141,6 +144,23 @@ class QualityConfig(BaseModel):
                         name=self.metrics_table)
 
 
+class SparkConfig(BaseModel):
+    """Where Spark runs outside Databricks (on Databricks the runtime's session is used as is)."""
+
+    model_config = _FROZEN
+
+    master: str = DEFAULT_MASTER
+    conf: Mapping[str, SecretStr] = Field(default_factory=dict)
+
+    def spark_conf(self) -> dict[str, str]:
+        """Return the extra Spark settings, with values revealed (they may hold secrets).
+
+        Returns:
+            A plain dict for the session builder; never log it.
+        """
+        return {k: v.get_secret_value() for k, v in self.conf.items()}
+
+
 class PipelineConfig(BaseModel):
     """Everything one pipeline needs: source, schema, target, checkpoint and quality."""
 
@@ -152,6 +172,7 @@ class PipelineConfig(BaseModel):
     target: TargetConfig
     checkpoint: str
     quality: QualityConfig = Field(default_factory=QualityConfig)  # type: ignore[arg-type]
+    spark: SparkConfig = Field(default_factory=SparkConfig)  # type: ignore[arg-type]
     config_file: str | None = Field(None, exclude=True)
 
     @property

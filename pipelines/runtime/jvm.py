@@ -133,6 +133,17 @@ def broker_classpath() -> list[Path]:
     return _resolve("kafka-broker", [KAFKA_BROKER, *_BROKER_EXTRAS])
 
 
+def spark_classpath() -> list[Path]:
+    """The Spark-side jars (Delta, the Kafka connector and their dependencies) in ~/.m2."""
+    cached = cache_dir() / "spark-packages" / "classpath.txt"
+    if cached.exists():
+        jars = [Path(p) for p in cached.read_text().strip().split(os.pathsep) if p]
+        if jars and all(j.exists() for j in jars):
+            return jars
+    return _resolve("spark-packages", [DELTA, KAFKA_CONNECTOR, TOKEN_PROVIDER],
+                    exclude=TOKEN_PROVIDER)
+
+
 def spark_artifacts_cached() -> bool:
     """Whether the Spark-side jars are already in ~/.m2 (so Ivy needs no network)."""
     m2 = m2_repository()
@@ -147,8 +158,7 @@ def fetch() -> list[str]:
         A line per artifact group, for the user.
     """
     require_java()
-    spark_jars = _resolve("spark-packages", [DELTA, KAFKA_CONNECTOR, TOKEN_PROVIDER],
-                          exclude=TOKEN_PROVIDER)
+    spark_jars = spark_classpath()
     broker = broker_classpath()
     return [f"spark packages: {len(spark_jars)} jars in {m2_repository()}",
             f"kafka broker:   {len(broker)} jars ({KAFKA_BROKER})"]

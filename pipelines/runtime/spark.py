@@ -17,6 +17,7 @@ from pathlib import Path
 
 from pyspark.sql import SparkSession
 
+from pipelines.config.model import DEFAULT_MASTER, PipelineConfig
 from pipelines.runtime import jvm
 
 #: Settings for a local session. Small shuffles and snapshot partitions matter most: a
@@ -51,6 +52,18 @@ def jvm_log_path() -> Path:
     return Path(os.environ.get("DELTASINK_SPARK_LOG", jvm.cache_dir() / "spark-driver.log"))
 
 
+def _executor_conf(master: str) -> dict[str, str]:
+    """Executor settings for ``local-cluster[...]``: its executor JVMs run on this machine.
+
+    They are given the package jars on their class path from ~/.m2 directly: jars that reach
+    them only through ``spark.jars`` load in a child class loader, where Delta's serialized
+    closures fail to deserialize ("cannot assign instance of SerializedLambda").
+    """
+    if not master.startswith("local-cluster"):
+        return {}
+    return {"spark.executor.extraClassPath": os.pathsep.join(map(str, jvm.spark_classpath()))}
+
+
 @contextmanager
 def _jvm_output_to(path: Path) -> Iterator[None]:
     """Let a JVM spawned inside this block write its stdout/stderr to ``path``, not the terminal.
@@ -74,14 +87,14 @@ def _jvm_output_to(path: Path) -> Iterator[None]:
 
 def get_spark(
     app_name: str = "deltasink",
-    threads: int = 2,
+    master: str = DEFAULT_MASTER,
     conf: Mapping[str, str] | None = None,
 ) -> SparkSession:
-    """Return the SparkSession for this process, creating a local one if needed.
+    """Return the SparkSession for this process, creating one if needed.
 
     Args:
         app_name: the Spark application name.
-        threads: local cores (``local[threads]``).
+        master: the Spark master (``local[2]``, ``local-cluster[2,1,1024]``, ``spark://...``).
         conf: extra settings, applied last.
 
     Returns:
@@ -102,11 +115,25 @@ def get_spark(
     if not jvm.spark_artifacts_cached():
         jvm.fetch()
     os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
-    builder = SparkSession.builder.master(f"local[{threads}]").appName(app_name)
-    for key, value in {**LOCAL_CONF, **jvm.spark_conf(), **(conf or {})}.items():
+    builder = SparkSession.builder.master(master).appName(app_name)
+    for key, value in {**LOCAL_CONF, **jvm.spark_conf(), **_executor_conf(master),
+                       **(conf or {})}.items():
         builder = builder.config(key, value)
     builder = configure_spark_with_delta_pip(builder, extra_packages=[jvm.KAFKA_CONNECTOR])
     with _jvm_output_to(jvm_log_path()):
         spark = builder.getOrCreate()
     spark.sparkContext.setLogLevel(os.environ.get("DELTASINK_SPARK_LOG_LEVEL", "ERROR"))
     return spark
+
+
+def spark_for(config: PipelineConfig, app_name: str = "deltasink") -> SparkSession:
+    """Return the session a pipeline runs on: its ``spark.master`` and ``spark.conf``.
+
+    Args:
+        config: the pipeline config.
+        app_name: the Spark application name.
+
+    Returns:
+        The session (on Databricks, the runtime's own; the config's spark section is ignored).
+    """
+    return get_spark(app_name, master=config.spark.master, conf=config.spark.spark_conf())

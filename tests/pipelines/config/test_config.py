@@ -73,6 +73,19 @@ def test_env_overrides_secrets_and_never_shows_them(tmp_path: Path) -> None:
     assert "s3cr3t" not in repr(cfg) and "s3cr3t" not in cfg.describe
 
 
+def test_spark_section_defaults_to_local_and_takes_env_overrides(tmp_path: Path) -> None:
+    assert load_config(write(tmp_path, BASE), environ={}).spark.master == "local[2]"
+    raw = {**BASE, "spark": {"master": "local-cluster[2,1,1024]",
+                             "conf": {"spark.executor.memory": "512m"}}}
+    env = {"DELTASINK_SPARK__MASTER": "spark://head:7077",
+           "DELTASINK_SPARK__CONF__SPARK_HADOOP_FS_S3A_SECRET_KEY": "s3cr3t-key"}
+    cfg = load_config(write(tmp_path, raw), environ=env)
+    assert cfg.spark.master == "spark://head:7077"
+    assert cfg.spark.spark_conf() == {"spark.executor.memory": "512m",
+                                      "spark.hadoop.fs.s3a.secret.key": "s3cr3t-key"}
+    assert "s3cr3t" not in repr(cfg)
+
+
 def test_invalid_secret_value_is_not_echoed(tmp_path: Path) -> None:
     env = {"DELTASINK_SOURCE__BROKER_TIMEOUT": "hunter2-password"}
     with pytest.raises(ConfigError) as err:
