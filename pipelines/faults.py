@@ -7,6 +7,10 @@ commit, before Spark commits the checkpoint) and ``during_validation``. Unset, i
 Two settings simulate a second machine for the single-writer tests: ``lease_host=<name>`` (the
 host name this process's checkpoint lease carries) and ``skip_lease_acquire`` (a writer on a
 store where it cannot see the other's lease).
+
+``pause_in_batch=<folder>`` holds each batch after its first materialization until
+``<folder>/go`` exists, having written ``<folder>/ready-<batch id>``: a test can then act on the
+cluster (SIGKILL an executor) while the batch's blocks are live.
 """
 
 from __future__ import annotations
@@ -14,6 +18,8 @@ from __future__ import annotations
 import os
 import signal
 import sys
+import time
+from pathlib import Path
 
 FAULT_ENV = "DELTASINK_FAULT"
 POINTS = ("before_quarantine_commit", "after_quarantine_commit", "before_target_commit",
@@ -44,3 +50,14 @@ def setting(name: str) -> str | None:
         if key == name:
             return value if sep else "1"
     return None
+
+
+def maybe_pause(batch_id: int, timeout: float = 300.0) -> None:
+    """Hold the batch while ``pause_in_batch=<folder>`` is set and ``<folder>/go`` is missing."""
+    folder = setting("pause_in_batch")
+    if not folder or (Path(folder) / "go").exists():
+        return
+    (Path(folder) / f"ready-{batch_id}").write_text(str(os.getpid()))
+    deadline = time.monotonic() + timeout
+    while not (Path(folder) / "go").exists() and time.monotonic() < deadline:
+        time.sleep(0.2)

@@ -119,7 +119,7 @@ def _stream(spark: SparkSession, config: PipelineConfig, run_id: str, trigger: s
         sink = BatchSink(config, get_schema(config.schema_name), run_id,
                          lambda s: checkpoint.query_id(s, config.checkpoint),
                          lambda s, b: checkpoint.planned_offsets(s, config.checkpoint, b),
-                         guard=lease.verify, on_batch=on_batch)
+                         guard=lease.verify, on_batch=on_batch, say=say)
 
         def guarded(batch: DataFrame, batch_id: int, sink: BatchSink = sink) -> None:
             try:

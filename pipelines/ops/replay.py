@@ -131,7 +131,7 @@ def replay(spark: SparkSession, config: PipelineConfig, from_timestamp: str, *,
         sink = BatchSink(config, get_schema(config.schema_name), f"replay-{replay_id}",
                          lambda _s: replay_id,
                          lambda s, b: checkpoint.planned_offsets(s, location, b),
-                         on_batch=batches.append, replay=True)
+                         on_batch=batches.append, replay=True, say=say)
         failures: list[DeltasinkError] = []
 
         def guarded(batch: DataFrame, batch_id: int) -> None:

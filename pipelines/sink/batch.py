@@ -44,6 +44,7 @@ from pipelines.sink.merge import (
 )
 from pipelines.sink.metrics import BatchMetrics, commit_counts
 from pipelines.sink.parse import classify, quarantine_rows, valid_events
+from pipelines.sink.retry import run_batch_with_retry
 from schemas.base import EventSchema
 
 #: The Kafka coordinates in the quarantine key. Offsets restart at 0 when a topic is recreated (or
@@ -68,6 +69,7 @@ class BatchSink:
             (another writer holds the checkpoint's lease).
         on_batch: called with each batch's metrics (progress output, metric collection).
         replay: a ``deltasink replay`` run: its own txn app id, commits marked as replays.
+        say: prints one progress line (a batch re-run after a lost executor).
     """
 
     config: PipelineConfig
@@ -78,9 +80,18 @@ class BatchSink:
     guard: Callable[[int], None] = lambda _b: None
     on_batch: Callable[[BatchMetrics], None] = lambda _m: None
     replay: bool = False
+    say: Callable[[str], None] = lambda _l: None
 
     def __call__(self, batch: DataFrame, batch_id: int) -> None:
-        """Process one micro-batch (Spark calls this; replays arrive with the same batch id)."""
+        """Process one micro-batch (Spark calls this; replays arrive with the same batch id).
+
+        A batch whose materialized blocks died with an executor is re-run whole
+        (:mod:`pipelines.sink.retry`): its commits are txn-guarded, so the re-run is exact.
+        """
+        run_batch_with_retry(lambda _attempt: self._process(batch, batch_id), batch_id,
+                             say=self.say)
+
+    def _process(self, batch: DataFrame, batch_id: int) -> None:
         spark = batch.sparkSession
         start, started_at = time.monotonic(), datetime.now(UTC)
         stages: dict[str, float] = {}
@@ -100,6 +111,7 @@ class BatchSink:
                 F.count("_reason").alias("bad")).collect()
             stages["read_parse"] = time.monotonic() - start
             records_in = sum(int(r["n"]) for r in per_partition)
+            faults.maybe_pause(batch_id)
             quarantined = sum(int(r["bad"]) for r in per_partition)
 
             mark = time.monotonic()

@@ -1,0 +1,110 @@
+"""A pipeline on Spark's ``local-cluster`` master: two executor JVMs, one SIGKILLed mid-batch.
+
+``local-cluster[2,1,1024]`` runs a standalone master and two workers inside the driver JVM;
+each worker launches its executor as a separate JVM (``CoarseGrainedExecutorBackend``), a child of
+the driver. Nothing in the data path may live only in the driver; and when an executor dies with
+a batch's materialized blocks, deltasink re-runs the batch itself (``pipelines/sink/retry.py``).
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import sys
+import threading
+import time
+import uuid
+from pathlib import Path
+
+import pytest
+from pyspark.sql import SparkSession
+
+from pipelines.config.loader import load_config
+from pipelines.kafka.broker import EmbeddedBroker
+from pipelines.kafka.produce import produce_events
+from tests.support.checker import check
+from tests.support.configs import write_config
+from tests.support.runner import run
+
+MASTER = "local-cluster[2,1,1024]"
+EXECUTOR = "CoarseGrainedExecutorBackend"
+
+
+def _children(pid: int) -> list[int]:
+    kids: list[int] = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        if int(fields[1]) == pid:
+            kids.append(int(entry.name))
+    return kids
+
+
+def executor_pids(root: int) -> list[int]:
+    """The executor JVMs below process ``root`` (the CLI and its driver JVM)."""
+    found, todo = [], [root]
+    while todo:
+        pid = todo.pop()
+        for kid in _children(pid):
+            todo.append(kid)
+            try:
+                cmdline = (Path("/proc") / str(kid) / "cmdline").read_bytes()
+            except OSError:
+                continue
+            if EXECUTOR.encode() in cmdline:
+                found.append(kid)
+    return found
+
+
+def _kill_one_executor_when_ready(pause: Path, killed: list[int], stop: threading.Event) -> None:
+    """Wait for the paused batch, SIGKILL one executor JVM, then let the batch go on."""
+    while not stop.is_set():
+        ready = sorted(pause.glob("ready-*"))
+        if ready:
+            cli = int(ready[0].read_text())
+            pids = executor_pids(cli)
+            if len(pids) >= 2:
+                os.kill(pids[0], signal.SIGKILL)
+                killed.append(pids[0])
+                time.sleep(3)  # let the driver see the executor (and its blocks) gone
+                (pause / "go").write_text("")
+                return
+        time.sleep(0.5)
+
+
+@pytest.mark.slow
+def test_local_cluster_run_survives_a_sigkilled_executor_mid_batch(
+        spark: SparkSession, broker: EmbeddedBroker, lake: Path) -> None:
+    topic = f"cluster-{uuid.uuid4().hex[:8]}"
+    sent = produce_events(broker.bootstrap_servers, topic, 2000, duplicate_rate=0.1,
+                          poison_rate=0.01, seed=21, partitions=4)
+    path = write_config(lake, broker.bootstrap_servers, topic,
+                        source={"max_records_per_batch": 1500},
+                        spark={"master": MASTER,
+                               "conf": {"spark.executor.memory": "512m",
+                                        "spark.sql.shuffle.partitions": "4"}})
+    cfg = load_config(path, environ={})
+    pause = lake / "pause"
+    pause.mkdir()
+    killed: list[int] = []
+    stop = threading.Event()
+    killer = threading.Thread(target=_kill_one_executor_when_ready, args=(pause, killed, stop),
+                              daemon=True)
+    killer.start()
+    env = {**os.environ, "PYSPARK_PYTHON": sys.executable}
+    try:
+        done = run(path, fault=f"pause_in_batch={pause}", env=env, timeout=600)
+    finally:
+        stop.set()
+        killer.join(timeout=10)
+    assert killed, ("no executor JVM was found to kill", sorted(p.name for p in pause.iterdir()),
+                    done.returncode, done.stdout[-1500:], done.stderr[-1500:])
+    assert done.returncode == 0, (done.stdout[-2000:], done.stderr[-2000:])
+    assert "an executor was lost with the batch's blocks" in done.stdout, done.stdout[-3000:]
+    verdict = check(spark, cfg, sent.event_ids, sum(sent.poison.values()))
+    assert verdict.clean, verdict
+
