@@ -13,7 +13,7 @@ from pyspark.errors import StreamingQueryException
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql.streaming.query import StreamingQuery
 
-from pipelines import checkpoint, faults, reconcile, state
+from pipelines import checkpoint, faults
 from pipelines.config.model import PipelineConfig
 from pipelines.config.units import parse_duration
 from pipelines.errors import (
@@ -27,6 +27,7 @@ from pipelines.errors import (
 from pipelines.kafka import topics
 from pipelines.kafka.source import read_stream, starting_offsets
 from pipelines.lease import Lease, single_writer
+from pipelines.resume import Resume, agree, recover
 from pipelines.sink.batch import BatchSink
 from pipelines.sink.metrics import BatchMetrics, RunResult
 from pipelines.sink.tables import ensure_sink_tables
@@ -81,19 +82,11 @@ def run_pipeline(spark: SparkSession, config: PipelineConfig, *, trigger: str = 
 
     say(f"run {run_id}: {config.describe}")
     with single_writer(spark, config.checkpoint, config.name) as lease:
-        checkpoint.latest_offsets(spark, config.checkpoint)  # fail fast on a damaged checkpoint
-        recorded = state.recorded_offsets(spark, config.target.ref, config.name)
-        committed = checkpoint.committed_offsets(spark, config.checkpoint)
-        ahead = reconcile.ahead_of_table(committed[1], recorded) if committed else []
-        if committed and ahead:
-            _recover(spark, config, lease, say, (
-                f"checkpoint batch {committed[0]} committed offsets that the target does not "
-                f"record ({', '.join(ahead[:4])}): the table was restored or replaced, or the "
-                "checkpoint comes from another pipeline"))
-        check_retention(config, recorded, say)
+        resume = agree(spark, config, partitions, lease, say)
+        check_retention(config, resume.offsets, say)
         if recorder is not None:
             recorder.backfill()  # rows of batches committed without one (crash, failed write)
-        _stream(spark, config, run_id, trigger, interval, partitions, on_batch, say, recorded,
+        _stream(spark, config, run_id, trigger, interval, partitions, on_batch, say, resume,
                 lease)
     result = RunResult(config.name, run_id, tuple(batches))
     say(f"run {run_id} done: {len(batches)} batches, in={result.records_in} "
@@ -106,20 +99,21 @@ def run_pipeline(spark: SparkSession, config: PipelineConfig, *, trigger: str = 
 def _stream(spark: SparkSession, config: PipelineConfig, run_id: str, trigger: str,
             interval: str, partitions: dict[str, list[int]],
             on_batch: Callable[[BatchMetrics], None], say: Progress,
-            recorded: dict[str, dict[int, int]] | None, lease: Lease) -> None:
+            resume: Resume, lease: Lease) -> None:
     outage: dict[str, float] = {}  # 'since': when the broker stopped answering
     failures: list[DeltasinkError] = []
     recoveries = 0
     while True:
         start: str = config.source.starting_offsets
         if not checkpoint.has_state(spark, config.checkpoint):
-            start = starting_offsets(recorded, partitions, start)
-            if recorded:
+            start = starting_offsets(resume.offsets, partitions, start)
+            if resume.offsets:
                 say("no checkpoint state: resuming from the offsets recorded in the target table")
         sink = BatchSink(config, get_schema(config.schema_name), run_id,
                          lambda s: checkpoint.query_id(s, config.checkpoint),
                          lambda s, b: checkpoint.planned_offsets(s, config.checkpoint, b),
-                         guard=lease.verify, on_batch=on_batch, say=say)
+                         guard=lease.verify, on_batch=on_batch, say=say,
+                         source=resume.metadata)
 
         def guarded(batch: DataFrame, batch_id: int, sink: BatchSink = sink) -> None:
             try:
@@ -142,8 +136,8 @@ def _stream(spark: SparkSession, config: PipelineConfig, run_id: str, trigger: s
         except StreamingQueryException as exc:
             if failures and isinstance(failures[-1], CheckpointMismatchError) and recoveries < 2:
                 recoveries += 1
-                _recover(spark, config, lease, say, str(failures.pop()))
-                recorded = state.recorded_offsets(spark, config.target.ref, config.name)
+                recover(spark, config, lease, say, str(failures.pop()))
+                resume = resume.refresh(spark, config)
                 partitions = topics.list_partitions(config.source, config.source.broker_timeout)
                 continue
             if failures:
@@ -162,25 +156,11 @@ def _stream(spark: SparkSession, config: PipelineConfig, run_id: str, trigger: s
             say(f"Kafka unavailable ({waited:.0f}s so far); retrying within "
                 f"{config.source.broker_timeout:.0f}s")
             time.sleep(min(5.0, config.source.broker_timeout))
-            recorded = state.recorded_offsets(spark, config.target.ref, config.name)  # moved on
+            resume = resume.refresh(spark, config)  # the run may have moved on
         except KeyboardInterrupt:
             say("interrupted: stopping after the current batch")
             query.stop()
             return
-
-
-def _recover(spark: SparkSession, config: PipelineConfig, lease: Lease, say: Progress,
-             reason: str) -> None:
-    """Move a checkpoint that disagrees with the table aside; resume from the table's offsets.
-
-    This is the lost-checkpoint path (see ``pipelines.reconcile`` for why it loses and
-    duplicates nothing); the old checkpoint is kept next to the new one for inspection.
-    """
-    moved = checkpoint.retire(spark, config.checkpoint)
-    lease.acquire()  # the lease moved with the folder: take it again in the fresh one
-    say(f"checkpoint does not match the target: {reason}. Moved it aside to {moved}; resuming "
-        "from the offsets the target records, under a new query id (nothing is lost or "
-        "written twice).")
 
 
 def _watch(query: StreamingQuery, config: PipelineConfig, outage: dict[str, float],

@@ -11,13 +11,13 @@ rewind must also start a fresh query identity (see ``pipelines/ops/rewind.py``).
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
 from pyspark.sql import Row, SparkSession
 
-from pipelines.sink.commit import parse_commit_metadata
+from pipelines.sink.commit import SOURCE_KEY, parse_commit_metadata
 from pipelines.tables import TableRef
 
 #: The first window of newest versions read from the log.
@@ -31,6 +31,8 @@ class SinkCommit:
     Attributes:
         undone_by: the version of the RESTORE that rolled this commit back, or None.
         replay: written by ``deltasink replay`` (never moves the pipeline's offsets).
+        source: the Kafka cluster id and topic ids the offsets refer to (empty in commits
+            written before deltasink recorded them).
     """
 
     version: int
@@ -41,6 +43,7 @@ class SinkCommit:
     undone_by: int | None = None
     replay: bool = False
     timestamp: datetime | None = None
+    source: dict[str, Any] = field(default_factory=dict)
 
 
 def _history(spark: SparkSession, ref: TableRef, limit: int | None) -> list[Row]:
@@ -97,7 +100,7 @@ def _commit(row: Row, undone_by: int | None) -> SinkCommit | None:
                for t, ps in body.get("offsets", {}).items()}
     return SinkCommit(int(row["version"]), str(body["pipeline"]), str(body["app_id"]),
                       int(body["batch_id"]), offsets, undone_by, bool(body.get("replay")),
-                      row["timestamp"])
+                      row["timestamp"], dict(body.get(SOURCE_KEY) or {}))
 
 
 def search(spark: SparkSession, ref: TableRef, wanted: Callable[[SinkCommit], bool],

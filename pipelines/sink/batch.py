@@ -10,8 +10,8 @@ the MERGE keys keep it from writing anything twice.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
 from datetime import UTC, date, datetime
 from typing import Any
 
@@ -70,6 +70,8 @@ class BatchSink:
         on_batch: called with each batch's metrics (progress output, metric collection).
         replay: a ``deltasink replay`` run: its own txn app id, commits marked as replays.
         say: prints one progress line (a batch re-run after a lost executor).
+        source: the Kafka cluster id and topic ids the offsets refer to, recorded with each
+            target commit (``pipelines.resume.Resume.metadata``).
     """
 
     config: PipelineConfig
@@ -81,6 +83,7 @@ class BatchSink:
     on_batch: Callable[[BatchMetrics], None] = lambda _m: None
     replay: bool = False
     say: Callable[[str], None] = lambda _l: None
+    source: Mapping[str, Any] = field(default_factory=dict)
 
     def __call__(self, batch: DataFrame, batch_id: int) -> None:
         """Process one micro-batch (Spark calls this; replays arrive with the same batch id).
@@ -187,7 +190,7 @@ class BatchSink:
                       counts: dict[str, Any] | None = None) -> MergeOutcome:
         target = self.config.target
         metadata = commit_metadata(self.config.name, app_id, batch_id, self.run_id, planned,
-                                   counts)
+                                   counts, self.source)
         metadata = mark_replay(metadata) if self.replay else metadata
         window = target.dedup_window  # > 0 only when event_date is a partition column
         on = tuple(c for c in (*target.partition_by, target.dedup_key)

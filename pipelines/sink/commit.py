@@ -26,6 +26,8 @@ USER_METADATA = "spark.databricks.delta.commitInfo.userMetadata"
 METADATA_KEY = "deltasink"
 #: The key of the batch's counts inside the deltasink userMetadata.
 BATCH_KEY = "batch"
+#: The key of the Kafka identity (cluster id, topic ids) inside the deltasink userMetadata.
+SOURCE_KEY = "source"
 #: What a failed target/quarantine commit means (the default ``aftermath`` of a retry).
 NOTHING_COMMITTED = ("nothing was committed for this batch, and the next run retries it. "
                      "Raise target.commit_retries if writers overlap often.")
@@ -45,7 +47,8 @@ def app_id_for(pipeline: str, query_id: str) -> str:
 
 
 def commit_metadata(pipeline: str, app_id: str, batch_id: int, run_id: str,
-                    offsets: Offsets, counts: Mapping[str, Any] | None = None) -> str:
+                    offsets: Offsets, counts: Mapping[str, Any] | None = None,
+                    source: Mapping[str, Any] | None = None) -> str:
     """The JSON stored as the commit's userMetadata: who wrote it, and where its input ended.
 
     Args:
@@ -56,6 +59,8 @@ def commit_metadata(pipeline: str, app_id: str, batch_id: int, run_id: str,
         offsets: the next offsets to read per topic and partition (exclusive end).
         counts: the batch's counts known before the commit (``BatchMetrics.commit_counts``),
             stored under ``batch``: the commit is then the source of truth for its metrics row.
+        source: the Kafka cluster id and topic ids the offsets refer to
+            (``{"cluster_id": ..., "topic_ids": {...}}``, see ``pipelines.kafka.identity``).
     """
     body: dict[str, Any] = {
         "pipeline": pipeline, "app_id": app_id, "batch_id": batch_id, "run_id": run_id,
@@ -63,6 +68,8 @@ def commit_metadata(pipeline: str, app_id: str, batch_id: int, run_id: str,
                     for t, ps in sorted(offsets.items())}}
     if counts is not None:
         body[BATCH_KEY] = dict(counts)
+    if source:
+        body[SOURCE_KEY] = dict(source)
     return json.dumps({METADATA_KEY: body}, separators=(",", ":"))
 
 
