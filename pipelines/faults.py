@@ -8,9 +8,9 @@ Two settings simulate a second machine for the single-writer tests: ``lease_host
 host name this process's checkpoint lease carries) and ``skip_lease_acquire`` (a writer on a
 store where it cannot see the other's lease).
 
-``pause_in_batch=<folder>`` holds each batch after its first materialization until
-``<folder>/go`` exists, having written ``<folder>/ready-<batch id>``: a test can then act on the
-cluster (SIGKILL an executor) while the batch's blocks are live.
+``pause_in_batch=<folder>[@<batch id>]`` holds each batch (or only that one) after its first
+materialization until ``<folder>/go`` exists, having written ``<folder>/ready-<batch id>``: a
+test can then act (SIGKILL an executor, RESTORE the table) while the batch is in flight.
 """
 
 from __future__ import annotations
@@ -53,9 +53,9 @@ def setting(name: str) -> str | None:
 
 
 def maybe_pause(batch_id: int, timeout: float = 300.0) -> None:
-    """Hold the batch while ``pause_in_batch=<folder>`` is set and ``<folder>/go`` is missing."""
-    folder = setting("pause_in_batch")
-    if not folder or (Path(folder) / "go").exists():
+    """Hold the batch while ``pause_in_batch=<folder>[@<batch>]`` names it and ``go`` is missing."""
+    folder, _, at = (setting("pause_in_batch") or "").partition("@")
+    if not folder or (at and int(at) != batch_id) or (Path(folder) / "go").exists():
         return
     (Path(folder) / f"ready-{batch_id}").write_text(str(os.getpid()))
     deadline = time.monotonic() + timeout

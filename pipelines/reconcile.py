@@ -14,6 +14,11 @@ Two checks, each turning a silent loss into a recovery:
   restored or replaced, or the checkpoint was copied from another pipeline. :func:`ahead_of_table`
   finds that before the query starts.
 
+A third check runs inside a long run: **the table must not be restored under it**. Before each
+target commit, :func:`check_not_restored` looks at the query's previous commit; a ``RESTORE``
+that undid it (a continuous job keeps running while an operator restores its table) stops the
+batch, and the run recovers as below instead of carrying on without the restored-away rows.
+
 Either way the recovery is the same, and it is the path of a lost checkpoint: the checkpoint is
 moved aside, and the run resumes from the offsets the table records, under a new query identity.
 Everything below those offsets is in the table; everything above them is read again, and the
@@ -87,3 +92,21 @@ def ahead_of_table(committed: Offsets, recorded: Offsets | None) -> list[str]:
                 out.append(f"{topic}[{part}] table {has if has is not None else '-'} < "
                            f"checkpoint {end}")
     return out
+
+
+def check_not_restored(spark: SparkSession, ref: TableRef, app_id: str, batch_id: int) -> None:
+    """Raise if a ``RESTORE`` undid this query's previous batch while the run was writing.
+
+    Reads the newest few versions (doubling until the previous batch's commit is found).
+
+    Raises:
+        CheckpointMismatchError: the previous batch's commit was undone by a RESTORE.
+    """
+    if batch_id == 0:
+        return
+    previous = state.search(spark, ref, lambda c: c.app_id == app_id
+                            and c.batch_id == batch_id - 1, window=4)
+    if previous is not None and previous.undone_by is not None:
+        raise CheckpointMismatchError(
+            f"the target was restored while this run was writing: RESTORE (version "
+            f"{previous.undone_by}) undid batch {batch_id - 1} (version {previous.version})")

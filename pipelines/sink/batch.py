@@ -21,7 +21,7 @@ from pyspark.sql import functions as F
 from pipelines import faults
 from pipelines.config.model import DATE_COLUMN, PipelineConfig
 from pipelines.errors import CheckpointError
-from pipelines.reconcile import prove_replay
+from pipelines.reconcile import check_not_restored, prove_replay
 from pipelines.sink.commit import (
     app_id_for,
     commit_metadata,
@@ -202,6 +202,7 @@ class BatchSink:
 
         def attempt() -> MergeOutcome:
             self.guard(batch_id)
+            check_not_restored(spark, target.ref, app_id, batch_id)
             faults.maybe_crash("before_target_commit", batch_id)
             with txn(spark, app_id, batch_id, metadata):
                 return insert_only_merge(target.ref.delta(spark), deduped, on, prune, near)

@@ -8,6 +8,8 @@ and every event lands exactly once.
 from __future__ import annotations
 
 import shutil
+import threading
+import time
 import uuid
 from pathlib import Path
 
@@ -144,3 +146,41 @@ def test_restore_under_the_pipeline_is_reingested_exactly_once(
     verdict = check(spark, cfg, first.event_ids + second.event_ids, 0)
     assert verdict.clean, verdict
     assert checkpoint.has_state(spark, cfg.checkpoint)
+
+
+def test_restore_while_the_run_is_writing_stops_the_batch_and_reingests_exactly_once(
+        spark: SparkSession, broker: EmbeddedBroker, lake: Path,
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    topic = new_topic()
+    cfg = make_config(lake, broker.bootstrap_servers, topic,
+                      source={"max_records_per_batch": 700})
+    sent = produce_events(broker.bootstrap_servers, topic, 2000, seed=31)
+    pause = lake / "pause"
+    pause.mkdir()
+    monkeypatch.setenv("DELTASINK_FAULT", f"pause_in_batch={pause}@2")
+    lines: list[str] = []
+    outcome: dict[str, object] = {}
+
+    def go() -> None:
+        try:
+            outcome["result"] = run_pipeline(spark, cfg, validate=False, progress=lines.append)
+        except BaseException as exc:
+            outcome["error"] = exc
+
+    runner = threading.Thread(target=go)
+    runner.start()
+    deadline = time.monotonic() + 600
+    while not (pause / "ready-2").exists():
+        assert runner.is_alive() and time.monotonic() < deadline, (outcome, lines)
+        time.sleep(0.5)
+    # Batches 0 and 1 are in; batch 2 is in flight. An operator rolls back batch 1 by hand.
+    history = cfg.target.ref.delta(spark).history().collect()
+    batch0 = min(r["version"] for r in history if r["operation"] == "MERGE")
+    spark.sql(f"RESTORE TABLE delta.`{cfg.target.path}` TO VERSION AS OF {batch0}")
+    (pause / "go").write_text("")
+    runner.join(timeout=600)
+
+    assert "error" not in outcome, outcome
+    assert any("restored while this run was writing" in line for line in lines), lines
+    verdict = check(spark, cfg, sent.event_ids, sum(sent.poison.values()))
+    assert verdict.clean, verdict
