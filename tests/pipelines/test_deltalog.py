@@ -1,0 +1,50 @@
+"""Reading a path table's log by file name gives what ``history()`` gives, without listing."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from delta.tables import DeltaTable
+from pyspark.sql import SparkSession
+
+from pipelines.deltalog import DeltaLogFiles
+from pipelines.runtime.hadoop import HadoopFS
+
+FIELDS = ("version", "timestamp", "operation", "operationParameters", "userMetadata")
+
+
+def _history(spark: SparkSession, path: str) -> list[tuple[object, ...]]:
+    rows = DeltaTable.forPath(spark, path).history().orderBy("version", ascending=False).collect()
+    return [tuple(row[f] for f in FIELDS) for row in rows]
+
+
+def test_commit_files_read_by_name_match_history_across_a_checkpoint_and_restores(
+        spark: SparkSession, lake: Path) -> None:
+    path = str(lake / "t")
+    for i in range(12):  # versions 0..11: Delta checkpoints at version 10
+        (spark.range(i, i + 1).write.format("delta").mode("append")
+         .option("userMetadata", f"batch {i}").save(path))
+    spark.sql(f"RESTORE TABLE delta.`{path}` TO VERSION AS OF 3")  # version 12
+    when = DeltaTable.forPath(spark, path).history().filter("version = 5").first()["timestamp"]  # type: ignore[index]
+    spark.sql(f"RESTORE TABLE delta.`{path}` TO TIMESTAMP AS OF '{when}'")  # version 13
+    assert (lake / "t" / "_delta_log" / "_last_checkpoint").exists()
+
+    log = DeltaLogFiles(HadoopFS(spark), path)
+    assert log.latest_version() == 13
+    read = log.newest(None)
+    assert read is not None
+    assert [tuple(c[f] for f in FIELDS) for c in read] == _history(spark, path)
+    assert [c.version for c in log.newest(3) or []] == [13, 12, 11]
+
+
+def test_a_folder_without_a_log_is_left_to_delta(spark: SparkSession, lake: Path) -> None:
+    (lake / "empty").mkdir()
+    assert DeltaLogFiles(HadoopFS(spark), str(lake / "empty")).newest(5) is None
+
+
+def test_the_newest_version_is_found_without_a_checkpoint(spark: SparkSession, lake: Path) -> None:
+    path = str(lake / "t")
+    for i in range(4):
+        spark.range(i, i + 1).write.format("delta").mode("append").save(path)
+    assert not (lake / "t" / "_delta_log" / "_last_checkpoint").exists()
+    assert DeltaLogFiles(HadoopFS(spark), path).latest_version() == 3
