@@ -94,19 +94,25 @@ def ahead_of_table(committed: Offsets, recorded: Offsets | None) -> list[str]:
     return out
 
 
-def check_not_restored(spark: SparkSession, ref: TableRef, app_id: str, batch_id: int) -> None:
-    """Raise if a ``RESTORE`` undid this query's previous batch while the run was writing.
+#: How many of the newest versions a batch reads to find its query's previous commit (other
+#: writers' commits in between push it further back).
+RESTORE_LOOKBACK = 1000
 
-    Reads the newest few versions (doubling until the previous batch's commit is found).
+
+def check_not_restored(spark: SparkSession, ref: TableRef, app_id: str, batch_id: int) -> None:
+    """Raise if a ``RESTORE`` undid this query's newest commit while the run was writing.
+
+    Reads the newest versions until this query's newest commit is found, at most
+    :data:`RESTORE_LOOKBACK` of them, so a batch's cost does not grow with the history.
 
     Raises:
-        CheckpointMismatchError: the previous batch's commit was undone by a RESTORE.
+        CheckpointMismatchError: the query's newest commit was undone by a RESTORE.
     """
     if batch_id == 0:
         return
-    previous = state.search(spark, ref, lambda c: c.app_id == app_id
-                            and c.batch_id == batch_id - 1, window=4)
-    if previous is not None and previous.undone_by is not None:
+    newest = state.search(spark, ref, lambda c: c.app_id == app_id, window=4,
+                          limit=RESTORE_LOOKBACK)
+    if newest is not None and newest.undone_by is not None:
         raise CheckpointMismatchError(
             f"the target was restored while this run was writing: RESTORE (version "
-            f"{previous.undone_by}) undid batch {batch_id - 1} (version {previous.version})")
+            f"{newest.undone_by}) undid batch {newest.batch_id} (version {newest.version})")

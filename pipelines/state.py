@@ -120,7 +120,8 @@ def _commit(row: HistoryRow, undone_by: int | None) -> SinkCommit | None:
 
 
 def search(spark: SparkSession, ref: TableRef, wanted: Callable[[SinkCommit], bool],
-           as_of: int | None = None, window: int = WINDOW) -> SinkCommit | None:
+           as_of: int | None = None, window: int = WINDOW,
+           limit: int | None = None) -> SinkCommit | None:
     """The newest deltasink commit for which ``wanted`` is true, reading a widening window.
 
     Args:
@@ -129,21 +130,24 @@ def search(spark: SparkSession, ref: TableRef, wanted: Callable[[SinkCommit], bo
         wanted: the predicate (it sees ``undone_by`` already set).
         as_of: walk the history as it stood at this version (default: the latest).
         window: the first number of versions to read; doubles until the answer is found.
+        limit: look at no more than this many of the newest versions (default: all).
     """
     newest = _history(spark, ref, 1)
     if not newest:
         return None
     skip = 0 if as_of is None else max(0, int(newest[0]["version"]) - as_of)
     while True:
-        limit = skip + window
-        every = _history(spark, ref, limit)
+        if limit is not None:
+            window = min(window, limit)
+        count = skip + window
+        every = _history(spark, ref, count)
         rows = [r for r in every if as_of is None or r["version"] <= as_of]
         for item in _walk(rows):
             if isinstance(item, int):
                 break  # a RESTORE to a time older than the window: widen
             if wanted(item):
                 return item
-        if len(every) < limit:  # the window already reached the first version
+        if len(every) < count or window == limit:  # reached the first version, or the limit
             return None
         window *= 2
 

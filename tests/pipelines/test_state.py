@@ -95,3 +95,14 @@ def test_history_limit_reads_only_the_newest_commits(spark: SparkSession, lake: 
     assert [r["version"] for r in rows] == [3, 2]  # version 1's broken file was never parsed
     with pytest.raises(Exception):  # while the full history does parse it
         DeltaTable.forPath(spark, ref.path).history().collect()
+
+
+def test_search_looks_no_further_back_than_its_limit(spark: SparkSession, lake: Path) -> None:
+    ref = _table(spark, lake)
+    _commit(spark, ref, 1, 10, app_id="deltasink:p:mine")  # version 1
+    for batch in range(1, 6):  # versions 2..6, another writer
+        _commit(spark, ref, batch, batch, app_id="deltasink:p:other")
+    mine = lambda c: c.app_id == "deltasink:p:mine"  # noqa: E731
+    assert state.search(spark, ref, mine, window=2, limit=5) is None
+    found = state.search(spark, ref, mine, window=2, limit=6)
+    assert found is not None and found.version == 1
