@@ -52,10 +52,9 @@ def _field_checks(spec: FieldSpec) -> list[tuple[Column, str]]:
         checks.append((present & (F.length(text) > F.lit(spec.max_length)),
                        f"too_long:{spec.name}"))
     if spec.kind == "timestamp":
-        stamp = text.try_cast("timestamp")
+        stamp = _timestamp(spec, text)
         year = F.year(_utc(stamp))
-        unparseable = (stamp.isNull() | ~text.rlike(_ZONE_SUFFIX)
-                       | (year < F.lit(_YEARS[0])) | (year > F.lit(_YEARS[1])))
+        unparseable = stamp.isNull() | (year < F.lit(_YEARS[0])) | (year > F.lit(_YEARS[1]))
         checks.append((present & unparseable, f"bad_timestamp:{spec.name}"))
     return checks
 
@@ -80,7 +79,16 @@ def _field_value(spec: FieldSpec) -> Column:
     if spec.kind == "object":
         return F.to_json(_field_variant(spec))
     text = F.try_variant_get(F.col(_V), f"$.{spec.name}", "string")
-    return text.try_cast("timestamp") if spec.kind == "timestamp" else text
+    return _timestamp(spec, text) if spec.kind == "timestamp" else text
+
+
+def _timestamp(spec: FieldSpec, text: Column) -> Column:
+    """``text`` as a timestamp: ISO-8601 with a zone, else the first of ``spec.formats`` that
+    parses it (each names a zone); null when none does."""
+    iso = F.when(text.rlike(_ZONE_SUFFIX), text.try_cast("timestamp"))
+    if not spec.formats:
+        return iso
+    return F.coalesce(iso, *[F.try_to_timestamp(text, F.lit(f)) for f in spec.formats])
 
 
 def classify(raw: DataFrame, schema: EventSchema, max_record_bytes: int) -> DataFrame:
