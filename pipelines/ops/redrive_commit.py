@@ -3,15 +3,17 @@
 1. The rows that now parse go through the target's own insert-only MERGE
    (:func:`pipelines.sink.batch.merge_into_target`: keyed on the dedup key within the dedup
    window, partition literals), committed under the txn app id ``deltasink-redrive:<pipeline>``
-   with txnVersion = the redrive run number (the newest recorded in the target's log, + 1). The
-   commit is marked ``"replay": true`` (so :func:`pipelines.state.recorded_offsets` ignores it:
-   the pipeline's Kafka offsets stay put) and carries ``"redrive"`` details.
+   with txnVersion = the target's latest version when the redrive starts. That is above every
+   earlier redrive's txnVersion (each committed a newer version than its own), so Delta never
+   skips a redrive, and choosing it needs no scan of the log. The commit is marked
+   ``"replay": true`` (so :func:`pipelines.state.recorded_offsets` ignores it: the pipeline's
+   Kafka offsets stay put) and carries ``"redrive"`` details.
 2. Then one MERGE into the quarantine table sets ``redriven_at`` and ``redriven_version`` (the
    target version of step 1) on those rows, and the new reason on rows that still fail for
    another reason. It only touches rows not yet redriven.
 
 A crash between 1 and 2 leaves the rows unmarked and the records in the target. The next redrive
-selects them again and MERGEs them under the next run number: the MERGE key finds every one of
+selects them again and MERGEs them under a new txnVersion: the MERGE key finds every one of
 them present, so it inserts nothing, and its commit is the version they are marked with. So each
 quarantined record lands at most once however often redrive runs or crashes, and once marked it
 is never selected again.
@@ -48,7 +50,7 @@ REDRIVE_KEY = "redrive"
 
 
 def redrive_app_id(pipeline: str) -> str:
-    """The txnAppId of a pipeline's redrives (its txnVersion is the redrive run number)."""
+    """The txnAppId of a pipeline's redrives (see :func:`txn_version_for`)."""
     return f"deltasink-redrive:{pipeline}"
 
 
@@ -57,35 +59,35 @@ class RedriveResult:
     """What a redrive committed.
 
     Attributes:
-        run: the redrive run number (None: nothing parsed, no target commit).
+        txn_version: the target commit's txnVersion (None: nothing parsed, no target commit).
         target_version: the target version that received the records.
         inserted: rows the MERGE inserted (the rest were in the target already).
         redriven: quarantine rows marked redriven.
         reasons_updated: quarantine rows that still fail, with their new reason.
     """
 
-    run: int | None
+    txn_version: int | None
     target_version: int | None
     inserted: int
     redriven: int
     reasons_updated: int
 
 
-def next_run(spark: SparkSession, config: PipelineConfig) -> int:
-    """The next redrive run number: the newest in the target's log + 1 (0 for the first).
+def txn_version_for(spark: SparkSession, config: PipelineConfig) -> int:
+    """The txnVersion of the next redrive: the target's latest version.
 
-    Commits a RESTORE undid count too: RESTORE does not roll back Delta's txn versions.
+    An earlier redrive with txnVersion ``r`` committed version ``c > r``, and versions only grow
+    (a RESTORE is a new version too), so this is above every txnVersion Delta has recorded for
+    the app id: read from the newest commit only, however long the history.
     """
-    app_id = redrive_app_id(config.name)
-    last = state.search(spark, config.target.ref, lambda c: c.app_id == app_id)
-    return last.batch_id + 1 if last is not None else 0
+    return int(config.target.ref.delta(spark).history(1).first()["version"])  # type: ignore[index]
 
 
-def redrive_metadata(config: PipelineConfig, run: int, plan: RedrivePlan) -> str:
+def redrive_metadata(config: PipelineConfig, txn_version: int, plan: RedrivePlan) -> str:
     """The commit's userMetadata: a replay-marked deltasink commit with no offsets."""
     app_id = redrive_app_id(config.name)
-    body = json.loads(mark_replay(commit_metadata(config.name, app_id, run, f"redrive-{run}",
-                                                  {})))
+    body = json.loads(mark_replay(commit_metadata(config.name, app_id, txn_version,
+                                                  f"redrive-{txn_version}", {})))
     body[METADATA_KEY][REDRIVE_KEY] = {"quarantine_version": plan.quarantine_version,
                                        "rows": plan.fixed, "unique": plan.unique}
     return json.dumps(body, separators=(",", ":"))
@@ -93,31 +95,31 @@ def redrive_metadata(config: PipelineConfig, run: int, plan: RedrivePlan) -> str
 
 def commit_target(spark: SparkSession, config: PipelineConfig, plan: RedrivePlan,
                   guard: Callable[[int], None]) -> tuple[int, int, int]:
-    """MERGE the plan's rows into the target under the next run number.
+    """MERGE the plan's rows into the target under a new txnVersion.
 
     Returns:
-        (run number, the target version of the commit, rows inserted).
+        (txnVersion, the target version of the commit, rows inserted).
 
     Raises:
-        CommitError: Delta skipped the commit (another redrive took the run number) or it
+        CommitError: Delta skipped the commit (a concurrent redrive took the txnVersion) or it
             cannot be found in the log.
     """
-    run = next_run(spark, config)
+    version = txn_version_for(spark, config)
     app_id = redrive_app_id(config.name)
 
     def before_commit() -> None:
-        guard(run)
+        guard(version)
         faults.maybe_crash("before_redrive_commit")
 
-    outcome = merge_into_target(spark, config, plan.deduped, plan.values, app_id, run,
-                                redrive_metadata(config, run, plan), before_commit)
-    commit = state.find_commit(spark, config.target.ref, app_id, run) \
+    outcome = merge_into_target(spark, config, plan.deduped, plan.values, app_id, version,
+                                redrive_metadata(config, version, plan), before_commit)
+    commit = state.find_commit(spark, config.target.ref, app_id, version) \
         if outcome.committed else None
     if commit is None:
-        raise CommitError(f"redrive run {run} of {config.target.ref.describe()} was not "
-                          "committed (another redrive took its number); nothing is marked, "
-                          "run the redrive again.")
-    return run, commit.version, outcome.inserted
+        raise CommitError(f"redrive txn {version} of {config.target.ref.describe()} was not "
+                          "committed (a concurrent redrive took it); nothing is marked, run "
+                          "the redrive again.")
+    return version, commit.version, outcome.inserted
 
 
 def mark_quarantine(spark: SparkSession, config: PipelineConfig, plan: RedrivePlan,
@@ -150,7 +152,7 @@ def mark_quarantine(spark: SparkSession, config: PipelineConfig, plan: RedrivePl
 
 
 def commit_redrive(spark: SparkSession, config: PipelineConfig, plan: RedrivePlan, *,
-                   guard: Callable[[int], None] = lambda _run: None,
+                   guard: Callable[[int], None] = lambda _txn: None,
                    say: Callable[[str], None] = print) -> RedriveResult:
     """Send the plan's rows to the target exactly once, then mark them in the quarantine.
 
@@ -158,18 +160,18 @@ def commit_redrive(spark: SparkSession, config: PipelineConfig, plan: RedrivePla
         spark: the session.
         config: the pipeline config.
         plan: from :func:`pipelines.ops.redrive.plan_redrive`.
-        guard: called with the run number before the target commit (the checkpoint lease).
+        guard: called with the txnVersion before the target commit (the checkpoint lease).
         say: receives one line per step.
     """
-    run = version = None
+    txn_version = version = None
     inserted = 0
     if plan.fixed:
-        run, version, inserted = commit_target(spark, config, plan, guard)
-        say(f"redrive run {run}: target version {version}: inserted={inserted} "
+        txn_version, version, inserted = commit_target(spark, config, plan, guard)
+        say(f"redrive txn {txn_version}: target version {version}: inserted={inserted} "
             f"already_present={plan.unique - inserted} dup_in_redrive={plan.fixed - plan.unique}")
         faults.maybe_crash("after_redrive_commit")
     if plan.fixed or plan.reason_changes:
         mark_quarantine(spark, config, plan, version, datetime.now(UTC))
         say(f"quarantine: {plan.fixed} rows marked redriven (target version {version}), "
             f"{plan.reason_changes} reasons updated")
-    return RedriveResult(run, version, inserted, plan.fixed, plan.reason_changes)
+    return RedriveResult(txn_version, version, inserted, plan.fixed, plan.reason_changes)

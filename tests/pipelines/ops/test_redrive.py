@@ -18,7 +18,7 @@ from pipelines.kafka.broker import EmbeddedBroker
 from pipelines.kafka.topics import ensure_topic
 from pipelines.ops.quarantine_list import list_quarantine
 from pipelines.ops.redrive import redrive
-from pipelines.ops.redrive_commit import next_run
+from pipelines.ops.redrive_commit import redrive_app_id
 from pipelines.run import run_pipeline
 from quality.validate import validate_table
 from schemas.base import FieldSpec
@@ -97,20 +97,22 @@ def test_redrive_after_a_schema_fix_lands_each_record_once_across_sigkills(
     args = ("quarantine", "redrive", "--config", str(path))
     crashed = runner.deltasink(*args, fault="before_redrive_commit")
     assert crashed.returncode == -signal.SIGKILL, crashed.stderr
-    assert next_run(spark, cfg) == 0  # nothing reached the target (it only lost a NOT NULL)
+    app_id = redrive_app_id(cfg.name)  # nothing reached the target (it only lost a NOT NULL)
+    assert not [c for c in state.sink_commits(spark, cfg.target.ref) if c.app_id == app_id]
     assert cfg.target.ref.read(spark).count() == len(good)
     crashed = runner.deltasink(*args, fault="after_redrive_commit")
     assert crashed.returncode == -signal.SIGKILL, crashed.stderr
-    assert "redrive run 0: target version" in crashed.stdout, crashed.stdout
+    landed = _version(spark, cfg)
+    assert f"target version {landed}: inserted=14 " in crashed.stdout, crashed.stdout
     assert check(spark, cfg, good + fixable, poison).clean  # landed, once
     quarantine = cfg.target.quarantine_ref
     assert quarantine.read(spark).where("redriven_at IS NOT NULL").count() == 0  # not marked
 
     said.clear()
     result = redrive(spark, cfg, say=said.append)  # the rerun marks them, inserting nothing
-    assert result is not None and (result.run, result.inserted) == (1, 0), said
+    assert result is not None and (result.txn_version, result.inserted) == (landed, 0), said
     assert (result.redriven, result.reasons_updated) == (16, 1), said
-    assert result.target_version == _version(spark, cfg)
+    assert result.target_version == _version(spark, cfg) == landed + 1
     verdict = check(spark, cfg, good + fixable, poison)
     assert verdict.clean, verdict
     rows = quarantine.read(spark)
@@ -125,12 +127,15 @@ def test_redrive_after_a_schema_fix_lands_each_record_once_across_sigkills(
     assert state.recorded_offsets(spark, cfg.target.ref, cfg.name) == offsets
 
     again = redrive(spark, cfg, say=said.append)  # nothing left to do: nothing committed
-    assert again is not None and again.run is None and again.redriven == 0
+    assert again is not None and again.txn_version is None and again.redriven == 0
     assert _version(spark, cfg) == result.target_version
     counts = {c.reason: (c.pending, c.redriven) for c in
               list_quarantine(spark, cfg, say=said.append)}
     assert counts == {"missing:event_type": (0, 7), "bad_timestamp:event_time": (2, 9),
                       "invalid_json": (1, 0), "not_an_object": (1, 0)}
+    assert list_quarantine(spark, cfg, since="2999-01-01T00:00:00Z", say=said.append) == []
+    assert len(list_quarantine(spark, cfg, reason="missing", since="2000-01-01",
+                               say=said.append)) == 1
     report = validate_table(spark, cfg, full=True)
     assert report.success, report.summary_lines()
 
