@@ -125,7 +125,12 @@ def relax_not_null(spark: SparkSession, ref: TableRef, expected: StructType) -> 
     nullable = {f.name for f in expected.fields if f.nullable}
     for f in ref.read(spark).schema.fields:
         if f.name in nullable and not f.nullable:
-            spark.sql(f"ALTER TABLE {_sql_name(ref)} ALTER COLUMN `{f.name}` DROP NOT NULL")
+            try:
+                spark.sql(f"ALTER TABLE {_sql_name(ref)} ALTER COLUMN `{f.name}` DROP NOT NULL")
+            except Exception:  # a concurrent start relaxed it first: fine if it is nullable now
+                now = {c.name: c.nullable for c in ref.read(spark).schema.fields}
+                if not now.get(f.name):
+                    raise
 
 
 def add_missing_columns(spark: SparkSession, ref: TableRef,
