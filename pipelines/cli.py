@@ -149,6 +149,23 @@ def cmd_replay(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_quarantine(args: argparse.Namespace) -> int:
+    from pipelines.runtime.spark import spark_for
+
+    config = _config(args)
+    if args.action == "list":
+        from pipelines.ops.quarantine_list import list_quarantine
+
+        list_quarantine(spark_for(config), config, reason=args.reason, since=args.since,
+                        say=_say)
+        return 0
+    from pipelines.ops.redrive import redrive
+
+    redrive(spark_for(config), config, reason=args.reason, since=args.since,
+            dry_run=args.dry_run, say=_say)
+    return 0
+
+
 def cmd_demo(args: argparse.Namespace) -> int:
     from pipelines.ops.demo import run_demo
 
@@ -213,6 +230,18 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--from-timestamp", required=True, metavar="T",
                    help="first record time to re-read (ISO 8601, UTC unless it has a zone)")
     p.add_argument("--topics", metavar="T1,T2", help="only these topics (default: all)")
+    p = add("quarantine", cmd_quarantine, "list quarantined records per reason, or redrive "
+            "them: re-parse with the current schema, land what now parses exactly once")
+    p.add_argument("action", choices=["list", "redrive"],
+                   help="list: rows per reason, pending and redriven (changes nothing); "
+                        "redrive: re-parse pending rows, MERGE those that parse into the "
+                        "target, mark them redriven with the target version")
+    p.add_argument("--reason", metavar="R",
+                   help="only this reason, or this kind of reason (missing = missing:<any>)")
+    p.add_argument("--since", metavar="T",
+                   help="only rows quarantined at or after T (ISO 8601, UTC unless zoned)")
+    p.add_argument("--dry-run", action="store_true",
+                   help="redrive: print the plan per reason, change nothing")
     p = add("demo", cmd_demo, "the whole story locally: broker, duplicates, poison, a crash, "
             "exactly-once", config=False)
     p.add_argument("--dir", default="lake/demo", help="working folder, recreated (lake/demo)")

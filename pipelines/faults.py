@@ -2,7 +2,9 @@
 
 Set ``DELTASINK_FAULT=<point>[@<batch id>][,...]``. Points: ``before_quarantine_commit``,
 ``after_quarantine_commit``, ``before_target_commit``, ``after_target_commit`` (after the Delta
-commit, before Spark commits the checkpoint) and ``during_validation``. Unset, it does nothing.
+commit, before Spark commits the checkpoint) and ``during_validation``; for ``deltasink quarantine
+redrive``, ``before_redrive_commit`` (before its target MERGE commits) and ``after_redrive_commit``
+(after it, before the quarantine rows are marked redriven). Unset, it does nothing.
 
 Two settings simulate a second machine for the single-writer tests: ``lease_host=<name>`` (the
 host name this process's checkpoint lease carries) and ``skip_lease_acquire`` (a writer on a
@@ -23,7 +25,8 @@ from pathlib import Path
 
 FAULT_ENV = "DELTASINK_FAULT"
 POINTS = ("before_quarantine_commit", "after_quarantine_commit", "before_target_commit",
-          "after_target_commit", "during_validation")
+          "after_target_commit", "during_validation", "before_redrive_commit",
+          "after_redrive_commit")
 
 
 def should_crash(point: str, batch_id: int | None, spec: str | None) -> bool:

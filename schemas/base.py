@@ -6,6 +6,7 @@ The sink turns that declaration into JVM-side parsing and checks (see ``pipeline
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from typing import Literal
 
@@ -20,6 +21,8 @@ from pyspark.sql.types import (
 )
 
 FieldKind = Literal["string", "timestamp", "object"]
+#: Spark datetime pattern letters that parse a zone or an offset.
+_ZONE_LETTERS = "XxZOV"
 
 _SPARK_TYPES: dict[FieldKind, DataType] = {
     "string": StringType(),
@@ -49,6 +52,10 @@ class FieldSpec:
         required: whether a record without it (or with null) is quarantined.
         max_length: for strings, the longest accepted value.
         non_empty: for strings, whether a blank value is quarantined.
+        formats: for timestamps, extra accepted Spark datetime patterns (tried after ISO-8601,
+            in order, with ``try_to_timestamp`` in the JVM), e.g. ``"dd.MM.yyyy HH:mm:ssXXX"``.
+            Each must parse a zone (a pattern letter ``X``, ``x``, ``Z``, ``O`` or ``V``): a
+            time without one would depend on the session's time zone.
     """
 
     name: str
@@ -56,6 +63,16 @@ class FieldSpec:
     required: bool = True
     max_length: int | None = None
     non_empty: bool = True
+    formats: tuple[str, ...] = ()
+
+    def __post_init__(self) -> None:
+        if self.formats and self.kind != "timestamp":
+            raise ValueError(f"field {self.name}: formats are for timestamp fields only")
+        for pattern in self.formats:
+            letters = re.sub(r"'[^']*'", "", pattern)  # quoted text is literal, not a pattern
+            if not any(c in letters for c in _ZONE_LETTERS):
+                raise ValueError(f"field {self.name}: format {pattern!r} parses no zone; add "
+                                 "one of X, x, Z, O or V (e.g. 'yyyy-MM-dd HH:mm:ssXXX')")
 
     @property
     def spark_type(self) -> DataType:

@@ -128,11 +128,7 @@ class BatchSink:
             mark = time.monotonic()
             key = self.config.target.dedup_key
             deduped = materialize(dedup_on_key(valid_events(classified, self.schema), key))
-            parts = list(self.config.target.partition_by)
-            groups = deduped.groupBy(*parts).count().collect() if parts else \
-                [deduped.agg(F.count(F.lit(1)).alias("count")).first()]
-            unique = sum(int(g["count"]) for g in groups if g is not None)
-            values = {p: [g[p] for g in groups if g is not None] for p in parts}
+            unique, values = partition_values(deduped, self.config.target.partition_by)
             stages["dedup"] = time.monotonic() - mark
 
             mark = time.monotonic()
@@ -188,38 +184,17 @@ class BatchSink:
                       app_id: str, values: dict[str, list[object]],
                       planned: dict[str, dict[int, int]],
                       counts: dict[str, Any] | None = None) -> MergeOutcome:
-        target = self.config.target
         metadata = commit_metadata(self.config.name, app_id, batch_id, self.run_id, planned,
                                    counts, self.source)
         metadata = mark_replay(metadata) if self.replay else metadata
-        window = target.dedup_window  # > 0 only when event_date is a partition column
-        on = tuple(c for c in (*target.partition_by, target.dedup_key)
-                   if not (window and c == DATE_COLUMN))
-        prune = literal_filter("t", {k: self._read_values(k, vs) for k, vs in values.items()})
-        if target.partition_by and not any(values.values()):
-            prune = F.lit(False)  # nothing to insert: read no partitions, still commit offsets
-        near = within_days(DATE_COLUMN, window) if window else None
 
-        def attempt() -> MergeOutcome:
+        def before_commit() -> None:
             self.guard(batch_id)
-            check_not_restored(spark, target.ref, app_id, batch_id)
+            check_not_restored(spark, self.config.target.ref, app_id, batch_id)
             faults.maybe_crash("before_target_commit", batch_id)
-            with txn(spark, app_id, batch_id, metadata):
-                return insert_only_merge(target.ref.delta(spark), deduped, on, prune, near)
 
-        return with_conflict_retry(attempt, retries=target.commit_retries,
-                                   what=f"MERGE into {target.ref.describe()}")
-
-    def _read_values(self, column: str, values: list[object]) -> list[object]:
-        """The partition values the target MERGE reads: the batch's, widened by the window."""
-        present = [v for v in values if v is not None]
-        if column != DATE_COLUMN or not self.config.target.dedup_window:
-            return present
-        # Event dates are years 1000..9999 (parse quarantines the rest); the window must not
-        # widen past them (Spark's date literal cannot even say year 999).
-        return [d for d in expand_dates([d for d in present if isinstance(d, date)],
-                                        self.config.target.dedup_window)
-                if 1000 <= d.year <= 9999]
+        return merge_into_target(spark, self.config, deduped, values, app_id, batch_id,
+                                 metadata, before_commit)
 
     def _other_date_copies(self, spark: SparkSession, deduped: DataFrame,
                            values: dict[str, list[object]], dropped: int,
@@ -228,10 +203,73 @@ class BatchSink:
         if not dropped or not self.config.target.dedup_window:
             return 0
         mark = time.monotonic()
-        dates = [d for d in self._read_values(DATE_COLUMN, values.get(DATE_COLUMN, []))
+        dates = [d for d in read_values(self.config, DATE_COLUMN,
+                                         values.get(DATE_COLUMN, []))
                  if isinstance(d, date)]
         found = count_other_date_copies(self.config.target.ref.read(spark), deduped,
                                         self.config.target.dedup_key, DATE_COLUMN, dates,
                                         self.config.target.dedup_window)
         stages["other_date"] = time.monotonic() - mark
         return found
+
+
+def partition_values(deduped: DataFrame, partition_by: tuple[str, ...]
+                     ) -> tuple[int, dict[str, list[Any]]]:
+    """How many rows ``deduped`` holds, and the distinct values of each partition column."""
+    parts = list(partition_by)
+    groups = deduped.groupBy(*parts).count().collect() if parts else \
+        [deduped.agg(F.count(F.lit(1)).alias("count")).first()]
+    unique = sum(int(g["count"]) for g in groups if g is not None)
+    return unique, {p: [g[p] for g in groups if g is not None] for p in parts}
+
+
+def read_values(config: PipelineConfig, column: str, values: list[object]) -> list[object]:
+    """The partition values the target MERGE reads: the batch's, widened by the dedup window."""
+    present = [v for v in values if v is not None]
+    if column != DATE_COLUMN or not config.target.dedup_window:
+        return present
+    # Event dates are years 1000..9999 (parse quarantines the rest); the window must not
+    # widen past them (Spark's date literal cannot even say year 999).
+    return [d for d in expand_dates([d for d in present if isinstance(d, date)],
+                                    config.target.dedup_window)
+            if 1000 <= d.year <= 9999]
+
+
+def merge_into_target(spark: SparkSession, config: PipelineConfig, deduped: DataFrame,
+                      values: dict[str, list[object]], app_id: str, version: int,
+                      metadata: str, before_commit: Callable[[], None]) -> MergeOutcome:
+    """The target's insert-only MERGE of deduplicated rows, as one txn-guarded commit.
+
+    Keys on the partition columns and the dedup key (the date within ``target.dedup_window``),
+    reads only the partitions of ``values`` (widened by the window), and retries conflicts.
+    A micro-batch and ``deltasink quarantine redrive`` both commit through it.
+
+    Args:
+        spark: the session.
+        config: the pipeline config.
+        deduped: at most one row per dedup key.
+        values: partition column -> the distinct values in ``deduped``.
+        app_id: the txnAppId.
+        version: the txnVersion.
+        metadata: the commit's userMetadata.
+        before_commit: called before each attempt (lease check, fault points).
+
+    Returns:
+        Whether Delta committed (False: skipped as a seen txn) and how many rows were inserted.
+    """
+    target = config.target
+    window = target.dedup_window  # > 0 only when event_date is a partition column
+    on = tuple(c for c in (*target.partition_by, target.dedup_key)
+               if not (window and c == DATE_COLUMN))
+    prune = literal_filter("t", {k: read_values(config, k, vs) for k, vs in values.items()})
+    if target.partition_by and not any(values.values()):
+        prune = F.lit(False)  # nothing to insert: read no partitions, still commit offsets
+    near = within_days(DATE_COLUMN, window) if window else None
+
+    def attempt() -> MergeOutcome:
+        before_commit()
+        with txn(spark, app_id, version, metadata):
+            return insert_only_merge(target.ref.delta(spark), deduped, on, prune, near)
+
+    return with_conflict_retry(attempt, retries=target.commit_retries,
+                               what=f"MERGE into {target.ref.describe()}")

@@ -24,7 +24,7 @@ _YEARS = (1000, 9999)
 _V = "_variant"
 QUARANTINE_COLUMNS = ("kafka_topic", "kafka_partition", "kafka_offset", "kafka_timestamp",
                       "kafka_key", "raw_value", "reason", "pipeline", "batch_id", "quarantined_at",
-                      "record_hash")
+                      "record_hash", "redriven_at", "redriven_version")
 
 
 def _field_variant(spec: FieldSpec) -> Column:
@@ -52,10 +52,9 @@ def _field_checks(spec: FieldSpec) -> list[tuple[Column, str]]:
         checks.append((present & (F.length(text) > F.lit(spec.max_length)),
                        f"too_long:{spec.name}"))
     if spec.kind == "timestamp":
-        stamp = text.try_cast("timestamp")
+        stamp = _timestamp(spec, text)
         year = F.year(_utc(stamp))
-        unparseable = (stamp.isNull() | ~text.rlike(_ZONE_SUFFIX)
-                       | (year < F.lit(_YEARS[0])) | (year > F.lit(_YEARS[1])))
+        unparseable = stamp.isNull() | (year < F.lit(_YEARS[0])) | (year > F.lit(_YEARS[1]))
         checks.append((present & unparseable, f"bad_timestamp:{spec.name}"))
     return checks
 
@@ -80,20 +79,31 @@ def _field_value(spec: FieldSpec) -> Column:
     if spec.kind == "object":
         return F.to_json(_field_variant(spec))
     text = F.try_variant_get(F.col(_V), f"$.{spec.name}", "string")
-    return text.try_cast("timestamp") if spec.kind == "timestamp" else text
+    return _timestamp(spec, text) if spec.kind == "timestamp" else text
 
 
-def classify(raw: DataFrame, schema: EventSchema, max_record_bytes: int) -> DataFrame:
+def _timestamp(spec: FieldSpec, text: Column) -> Column:
+    """``text`` as a timestamp: ISO-8601 with a zone, else the first of ``spec.formats`` that
+    parses it (each names a zone); null when none does."""
+    iso = F.when(text.rlike(_ZONE_SUFFIX), text.try_cast("timestamp"))
+    if not spec.formats:
+        return iso
+    return F.coalesce(iso, *[F.try_to_timestamp(text, F.lit(f)) for f in spec.formats])
+
+
+def classify(raw: DataFrame, schema: EventSchema, max_record_bytes: int,
+             keep: tuple[str, ...] = ()) -> DataFrame:
     """Parse Kafka rows against ``schema`` and give each one a reason to quarantine, or null.
 
     Args:
         raw: rows from Spark's Kafka source (``key, value, topic, partition, offset, timestamp``).
         schema: the event schema.
         max_record_bytes: values longer than this are quarantined as ``oversized``.
+        keep: more columns of ``raw`` to pass through unchanged (a redrive keeps the old reason).
 
     Returns:
         ``raw``'s Kafka columns renamed ``kafka_*``, ``raw_value``, one column per schema field,
-        ``event_date`` (the UTC date of the time field) and ``_reason``.
+        ``event_date`` (the UTC date of the time field), ``_reason`` and the ``keep`` columns.
     """
     value = F.col("value")
     size_ok = F.length(value) <= F.lit(max_record_bytes)
@@ -120,6 +130,7 @@ def classify(raw: DataFrame, schema: EventSchema, max_record_bytes: int) -> Data
         F.col("key").alias("kafka_key"),
         value.alias("raw_value"),
         reason.alias("_reason"),
+        *[F.col(c) for c in keep],
     )
 
 
@@ -142,9 +153,14 @@ def record_hash() -> Column:
 
 
 def quarantine_rows(classified: DataFrame, pipeline: str, batch_id: int) -> DataFrame:
-    """The bad records, with their raw bytes, reason, coordinates, hash, batch id and time."""
+    """The bad records, with their raw bytes, reason, coordinates, hash, batch id and time.
+
+    ``redriven_at`` and ``redriven_version`` are null: ``deltasink quarantine redrive`` sets them.
+    """
     return classified.where(F.col("_reason").isNotNull()).select(
         "kafka_topic", "kafka_partition", "kafka_offset", "kafka_timestamp", "kafka_key",
         "raw_value", F.col("_reason").alias("reason"), F.lit(pipeline).alias("pipeline"),
         F.lit(batch_id).cast("long").alias("batch_id"),
-        F.current_timestamp().alias("quarantined_at"), record_hash().alias("record_hash"))
+        F.current_timestamp().alias("quarantined_at"), record_hash().alias("record_hash"),
+        F.lit(None).cast("timestamp").alias("redriven_at"),
+        F.lit(None).cast("long").alias("redriven_version"))

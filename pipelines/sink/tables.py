@@ -31,9 +31,12 @@ QUARANTINE_SCHEMA = StructType([
     StructField("batch_id", LongType(), False),
     StructField("quarantined_at", TimestampType(), False),
     StructField("record_hash", LongType(), True),  # added later: null in older rows
+    StructField("redriven_at", TimestampType(), True),  # set by `quarantine redrive`
+    StructField("redriven_version", LongType(), True),  # the target version it landed in
 ])
 #: Columns added to QUARANTINE_SCHEMA after tables were created with it: (name, SQL type).
-QUARANTINE_ADDED = (("record_hash", "BIGINT"),)
+QUARANTINE_ADDED = (("record_hash", "BIGINT"), ("redriven_at", "TIMESTAMP"),
+                    ("redriven_version", "BIGINT"))
 
 
 def check_compatible(spark: SparkSession, ref: TableRef, expected: StructType) -> None:
@@ -103,6 +106,31 @@ def ensure_sink_tables(spark: SparkSession, config: PipelineConfig, schema: Even
         if expected is QUARANTINE_SCHEMA:
             add_missing_columns(spark, ref, QUARANTINE_ADDED)
         create_or_check(spark, ref, expected, tuple(parts))
+    relax_not_null(spark, config.target.ref, target_schema)
+
+
+def _sql_name(ref: TableRef) -> str:
+    return ref.name or "delta.`{}`".format((ref.path or "").replace("`", "``"))
+
+
+def relax_not_null(spark: SparkSession, ref: TableRef, expected: StructType) -> None:
+    """Drop the NOT NULL constraint of columns ``expected`` makes nullable (a field made optional).
+
+    A schema that makes a field optional (``events_v1`` -> ``events_v2``) would otherwise fail
+    the first MERGE of a record without it. Only ever relaxes: a column made required stays
+    nullable in the table (its old rows may be null), and the parser enforces it for new rows.
+    """
+    if not ref.exists(spark):
+        return
+    nullable = {f.name for f in expected.fields if f.nullable}
+    for f in ref.read(spark).schema.fields:
+        if f.name in nullable and not f.nullable:
+            try:
+                spark.sql(f"ALTER TABLE {_sql_name(ref)} ALTER COLUMN `{f.name}` DROP NOT NULL")
+            except Exception:  # a concurrent start relaxed it first: fine if it is nullable now
+                now = {c.name: c.nullable for c in ref.read(spark).schema.fields}
+                if not now.get(f.name):
+                    raise
 
 
 def add_missing_columns(spark: SparkSession, ref: TableRef,
@@ -118,9 +146,8 @@ def add_missing_columns(spark: SparkSession, ref: TableRef,
     missing = [f"`{name}` {sql}" for name, sql in columns if name not in have]
     if not missing:
         return
-    table = ref.name or "delta.`{}`".format((ref.path or "").replace("`", "``"))
     try:
-        spark.sql(f"ALTER TABLE {table} ADD COLUMNS ({', '.join(missing)})")
+        spark.sql(f"ALTER TABLE {_sql_name(ref)} ADD COLUMNS ({', '.join(missing)})")
     except Exception:
         have = set(ref.read(spark).schema.fieldNames())
         if any(name not in have for name, _ in columns):

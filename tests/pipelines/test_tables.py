@@ -70,7 +70,8 @@ def test_a_dedup_key_a_record_may_lack_is_refused_before_anything_is_created(
 def test_an_existing_quarantine_table_gets_the_record_hash_column(spark: SparkSession,
                                                                   lake: Path) -> None:
     cfg = make_config(lake, "127.0.0.1:9", "t")
-    old = StructType([f for f in QUARANTINE_SCHEMA.fields if f.name != "record_hash"])
+    added = ("record_hash", "redriven_at", "redriven_version")
+    old = StructType([f for f in QUARANTINE_SCHEMA.fields if f.name not in added])
     now = dt.datetime(2026, 3, 1)
     spark.createDataFrame([("orders", 0, 5, now, None, b"old", "invalid_json", "p", 0, now)], old) \
         .write.format("delta").save(cfg.target.quarantine_ref.location)
@@ -79,7 +80,8 @@ def test_an_existing_quarantine_table_gets_the_record_hash_column(spark: SparkSe
     assert rows[0].asDict() == {"kafka_topic": "orders", "kafka_partition": 0, "kafka_offset": 5,
                                 "kafka_timestamp": now, "kafka_key": None, "raw_value": b"old",
                                 "reason": "invalid_json", "pipeline": "p", "batch_id": 0,
-                                "quarantined_at": now, "record_hash": None}
+                                "quarantined_at": now, "record_hash": None,
+                                "redriven_at": None, "redriven_version": None}
     history = cfg.target.quarantine_ref.delta(spark).history().select("operation").collect()
     assert [h["operation"] for h in history] == ["ADD COLUMNS", "WRITE"]
     ensure_sink_tables(spark, cfg, SCHEMA)  # already there: nothing more to do
