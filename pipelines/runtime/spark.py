@@ -17,6 +17,7 @@ from pathlib import Path
 
 from pyspark.sql import SparkSession
 
+from pipelines.config import env
 from pipelines.config.model import DEFAULT_MASTER, PipelineConfig
 from pipelines.runtime import jvm
 
@@ -49,7 +50,7 @@ def on_databricks() -> bool:
 
 def jvm_log_path() -> Path:
     """Where the local driver JVM writes its own output (package resolution, log4j)."""
-    return Path(os.environ.get("DELTASINK_SPARK_LOG", jvm.cache_dir() / "spark-driver.log"))
+    return Path(env.setting(env.SPARK_LOG) or jvm.cache_dir() / "spark-driver.log")
 
 
 def _executor_conf(master: str) -> dict[str, str]:
@@ -122,7 +123,7 @@ def get_spark(
     builder = configure_spark_with_delta_pip(builder, extra_packages=[jvm.KAFKA_CONNECTOR])
     with _jvm_output_to(jvm_log_path()):
         spark = builder.getOrCreate()
-    spark.sparkContext.setLogLevel(os.environ.get("DELTASINK_SPARK_LOG_LEVEL", "ERROR"))
+    spark.sparkContext.setLogLevel(env.setting(env.SPARK_LOG_LEVEL) or "ERROR")
     return spark
 
 
