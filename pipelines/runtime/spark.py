@@ -19,6 +19,7 @@ from pyspark.sql import SparkSession
 
 from pipelines.config import env
 from pipelines.config.model import DEFAULT_MASTER, PipelineConfig
+from pipelines.errors import EnvironmentSetupError
 from pipelines.runtime import jvm
 
 #: Settings for a local session. Small shuffles and snapshot partitions matter most: a
@@ -73,8 +74,15 @@ def _jvm_output_to(path: Path) -> Iterator[None]:
     """
     sys.stdout.flush()
     sys.stderr.flush()
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        log = open(path, "ab")  # closed by the with below, once duplicated
+    except OSError as exc:
+        raise EnvironmentSetupError(
+            f"cannot write the Spark driver log {path} ({exc.strerror or exc}); set "
+            f"{env.SPARK_LOG} to a writable file") from None
     saved = os.dup(1), os.dup(2)
-    with open(path, "ab") as log:
+    with log:
         os.dup2(log.fileno(), 1)
         os.dup2(log.fileno(), 2)
     try:
