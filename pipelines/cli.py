@@ -18,7 +18,7 @@ from pipelines.errors import ConfigError, DeltasinkError, QualityError, SchemaEr
 EPILOG = """\
 exit codes: 0 success, 1 failure, 2 bad config or usage, 3 a data-quality check failed.
 errors are one line (no traceback); --debug prints the traceback too.
-config: a YAML file (see README); DELTASINK_<SECTION>__<KEY>
+config: a YAML file (see README; `deltasink init` writes one); DELTASINK_<SECTION>__<KEY>
 environment variables override keys, e.g. DELTASINK_SOURCE__OPTIONS__SASL_JAAS_CONFIG for a
 secret Kafka option. DELTASINK_SPARK_LOG, DELTASINK_M2, ... are process settings (README).
 """
@@ -36,6 +36,19 @@ def _config(args: argparse.Namespace):  # type: ignore[no-untyped-def]
     config = load_config(args.config)
     _SECRETS.update(config.source.kafka_options().values(), config.spark.spark_conf().values())
     return config
+
+
+def cmd_init(args: argparse.Namespace) -> int:
+    from pipelines.config.starter import default_name, starter_config, write_starter
+
+    out = Path(args.out or f"{args.name or default_name(args.topic)}.yml")
+    write_starter(out, starter_config(topic=args.topic, bootstrap_servers=args.bootstrap_servers,
+                                      target=args.target, out=out, name=args.name,
+                                      checkpoint=args.checkpoint))
+    _say(f"wrote {out}: the required keys for topic {args.topic}; optional keys are commented "
+         "with their defaults")
+    _say(f"next: deltasink run --config {out}")
+    return 0
 
 
 def cmd_setup(args: argparse.Namespace) -> int:
@@ -187,6 +200,18 @@ def build_parser() -> argparse.ArgumentParser:
         p.set_defaults(func=func)
         return p
 
+    p = add("init", cmd_init, "write a commented starter config for a topic (never overwrites)",
+            config=False)
+    p.add_argument("--topic", required=True, help="the Kafka topic to land")
+    p.add_argument("--bootstrap-servers", required=True, metavar="HOST:PORT",
+                   help="Kafka bootstrap servers (HOST:PORT[,HOST:PORT])")
+    p.add_argument("--target", required=True, metavar="PATH|TABLE",
+                   help="target table: a folder or URI (relative: to this directory), or "
+                        "catalog.schema.table")
+    p.add_argument("--out", metavar="FILE", help="the config file to write (default <name>.yml)")
+    p.add_argument("--name", help="pipeline name (default: the topic)")
+    p.add_argument("--checkpoint", metavar="PATH",
+                   help="default: _checkpoints/<name> next to the target folder")
     add("setup", cmd_setup, "fetch and cache the JVM jars (Delta, Kafka connector, Kafka broker)",
         config=False)
     p = add("broker", cmd_broker, "start or stop the embedded Kafka broker (local development)",
