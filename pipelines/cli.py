@@ -6,7 +6,6 @@ import argparse
 import json
 import logging
 import os
-import re
 import sys
 import traceback
 from collections.abc import Callable, Sequence
@@ -263,13 +262,14 @@ def build_parser() -> argparse.ArgumentParser:
 def _redact(text: str) -> str:
     """``text`` with every known secret value masked (config secrets and their JAAS parts)."""
     from pipelines.config import env
+    from pipelines.kafka.topics import JAAS_CREDENTIAL
 
     secrets = set(_SECRETS)
     for var, path in env.overrides(os.environ).items():
         if path[:2] in (["source", "options"], ["spark", "conf"]):
             secrets.add(os.environ[var])
     for value in list(secrets):
-        secrets.update(re.findall(r'(?:username|password)\s*=\s*"((?:[^"\\]|\\.)*)"', value))
+        secrets.update(secret for _, secret in JAAS_CREDENTIAL.findall(value))
     for value in sorted((v for v in secrets if len(v) >= 4), key=len, reverse=True):
         text = text.replace(value, "***")
     return text
