@@ -294,8 +294,8 @@ def describe_failure(exc: BaseException) -> str:
 
 
 def _fail(exc: BaseException, code: int, debug: bool, line: str) -> int:
-    if debug:
-        traceback.print_exception(exc)
+    if debug:  # masked too: a Kafka or Spark message may quote a secret option
+        print(_redact("".join(traceback.format_exception(exc))), file=sys.stderr, end="")
     print(_redact(line), file=sys.stderr, flush=True)
     return code
 

@@ -105,7 +105,7 @@ def test_a_kafka_error_is_one_line_without_secrets_and_debug_shows_the_traceback
     debug = runner.deltasink("produce", "--config", str(cfg), "--count", "1", "--debug",
                              env=environ, timeout=120)
     assert debug.returncode == 1
-    assert "Traceback (most recent call last)" in debug.stderr
+    assert "Traceback (most recent call last)" in debug.stderr and SECRET not in debug.stderr
     assert debug.stderr.rstrip().splitlines()[-1].startswith("error: Kafka: ")
 
 
@@ -151,3 +151,15 @@ def test_failures_are_described_in_one_line_with_secrets_masked(
     monkeypatch.setenv("DELTASINK_SOURCE__OPTIONS__SASL_JAAS_CONFIG", JAAS)
     masked = cli._redact(f"auth failed for alice with {SECRET} (config {JAAS})")
     assert SECRET not in masked and "alice" not in masked
+
+
+def test_the_debug_traceback_is_masked_too(monkeypatch: pytest.MonkeyPatch,
+                                           capsys: pytest.CaptureFixture[str]) -> None:
+    monkeypatch.setenv("DELTASINK_SOURCE__OPTIONS__SASL_JAAS_CONFIG", JAAS)
+    try:
+        raise RuntimeError(f"login failed: password={SECRET}")
+    except RuntimeError as exc:
+        assert cli._fail(exc, 1, True, f"error: {cli.describe_failure(exc)}") == 1
+    err = capsys.readouterr().err
+    assert "Traceback (most recent call last)" in err and "password=***" in err
+    assert SECRET not in err
