@@ -5,7 +5,9 @@ from __future__ import annotations
 import argparse
 import json
 import logging
+import os
 import sys
+import traceback
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
@@ -14,9 +16,13 @@ from pipelines.errors import ConfigError, DeltasinkError, QualityError, SchemaEr
 
 EPILOG = """\
 exit codes: 0 success, 1 failure, 2 bad config or usage, 3 a data-quality check failed.
-config: a YAML file (see README); DELTASINK_<SECTION>__<KEY> environment variables override keys,
-e.g. DELTASINK_SOURCE__OPTIONS__SASL_JAAS_CONFIG for a secret Kafka option.
+errors are one line (no traceback); --debug prints the traceback too.
+config: a YAML file (see README; `deltasink init` writes one); DELTASINK_<SECTION>__<KEY>
+environment variables override keys, e.g. DELTASINK_SOURCE__OPTIONS__SASL_JAAS_CONFIG for a
+secret Kafka option. DELTASINK_SPARK_LOG, DELTASINK_M2, ... are process settings (README).
 """
+#: Secret values of the loaded config (Kafka options, Spark conf): masked in every error line.
+_SECRETS: set[str] = set()
 
 
 def _say(line: str) -> None:
@@ -26,7 +32,22 @@ def _say(line: str) -> None:
 def _config(args: argparse.Namespace):  # type: ignore[no-untyped-def]
     from pipelines.config.loader import load_config
 
-    return load_config(args.config)
+    config = load_config(args.config)
+    _SECRETS.update(config.source.kafka_options().values(), config.spark.spark_conf().values())
+    return config
+
+
+def cmd_init(args: argparse.Namespace) -> int:
+    from pipelines.config.starter import default_name, starter_config, write_starter
+
+    out = Path(args.out or f"{args.name or default_name(args.topic)}.yml")
+    write_starter(out, starter_config(topic=args.topic, bootstrap_servers=args.bootstrap_servers,
+                                      target=args.target, out=out, name=args.name,
+                                      checkpoint=args.checkpoint))
+    _say(f"wrote {out}: the required keys for topic {args.topic}; optional keys are commented "
+         "with their defaults")
+    _say(f"next: deltasink run --config {out}")
+    return 0
 
 
 def cmd_setup(args: argparse.Namespace) -> int:
@@ -179,6 +200,8 @@ def build_parser() -> argparse.ArgumentParser:
         description="Land Kafka event streams in Delta Lake exactly once: parse, quarantine bad "
                     "records, deduplicate on the event id, insert-only MERGE, idempotent commits.")
     parser.add_argument("--version", action="version", version=f"deltasink {__version__}")
+    parser.add_argument("--debug", action="store_true",
+                        help="on an error, print the traceback too (also after COMMAND)")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
     def add(name: str, func: Callable[[argparse.Namespace], int], text: str,
@@ -188,9 +211,23 @@ def build_parser() -> argparse.ArgumentParser:
         if config:
             p.add_argument("--config", "-c", required=True, metavar="FILE",
                            help="the pipeline's YAML config")
+        p.add_argument("--debug", action="store_true", default=argparse.SUPPRESS,
+                       help="on an error, print the traceback too")
         p.set_defaults(func=func)
         return p
 
+    p = add("init", cmd_init, "write a commented starter config for a topic (never overwrites)",
+            config=False)
+    p.add_argument("--topic", required=True, help="the Kafka topic to land")
+    p.add_argument("--bootstrap-servers", required=True, metavar="HOST:PORT",
+                   help="Kafka bootstrap servers (HOST:PORT[,HOST:PORT])")
+    p.add_argument("--target", required=True, metavar="PATH|TABLE",
+                   help="target table: a folder or URI (relative: to this directory), or "
+                        "catalog.schema.table")
+    p.add_argument("--out", metavar="FILE", help="the config file to write (default <name>.yml)")
+    p.add_argument("--name", help="pipeline name (default: the topic)")
+    p.add_argument("--checkpoint", metavar="PATH",
+                   help="default: _checkpoints/<name> next to the target folder")
     add("setup", cmd_setup, "fetch and cache the JVM jars (Delta, Kafka connector, Kafka broker)",
         config=False)
     p = add("broker", cmd_broker, "start or stop the embedded Kafka broker (local development)",
@@ -251,21 +288,69 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _redact(text: str) -> str:
+    """``text`` with every known secret value masked (config secrets and their JAAS parts)."""
+    from pipelines.config import env
+    from pipelines.kafka.topics import JAAS_CREDENTIAL
+
+    secrets = set(_SECRETS)
+    for var, path in env.overrides(os.environ).items():
+        if path[:2] in (["source", "options"], ["spark", "conf"]):
+            secrets.add(os.environ[var])
+    for value in list(secrets):
+        secrets.update(secret for _, secret in JAAS_CREDENTIAL.findall(value))
+    for value in sorted((v for v in secrets if len(v) >= 4), key=len, reverse=True):
+        text = text.replace(value, "***")
+    return text
+
+
+def describe_failure(exc: BaseException) -> str:
+    """One line for an exception deltasink did not raise on purpose: what failed, and where."""
+    text = str(exc)
+    kind = type(exc).__name__
+    module = type(exc).__module__
+    if module.startswith("py4j"):
+        # "An error occurred while calling o42.load.\n: java.io.IOException: ...\n\tat ..."
+        java = next((ln[2:] for ln in text.splitlines() if ln.startswith(": ")), None)
+        kind, text = "Spark JVM", java or text
+    elif module.startswith("pyspark"):
+        kind = f"Spark {kind}"
+    elif module.startswith("confluent_kafka") or kind == "KafkaException":
+        error_str = getattr(exc.args[0] if exc.args else None, "str", None)  # a KafkaError
+        kind, text = "Kafka", str(error_str()) if callable(error_str) else text
+    first = next((ln.strip() for ln in text.splitlines() if ln.strip()), "(no message)")
+    return f"{kind}: {first[:500]}"
+
+
+def _fail(exc: BaseException, code: int, debug: bool, line: str) -> int:
+    if debug:  # masked too: a Kafka or Spark message may quote a secret option
+        print(_redact("".join(traceback.format_exception(exc))), file=sys.stderr, end="")
+    print(_redact(line), file=sys.stderr, flush=True)
+    return code
+
+
 def main(argv: Sequence[str] | None = None) -> int:
-    """Entry point of the ``deltasink`` command."""
+    """Entry point of the ``deltasink`` command.
+
+    Every error becomes one line on stderr and an exit code (2 bad config, 1 failure, 3 data
+    quality); ``--debug`` prints the traceback first. Secret values are masked.
+    """
     args = build_parser().parse_args(argv)
+    debug = bool(getattr(args, "debug", False))
     logging.basicConfig(level=logging.WARNING, format="deltasink: %(message)s")
     try:
         return int(args.func(args))
     except (ConfigError, SchemaError) as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 2
+        return _fail(exc, 2, debug, f"error: {exc}")
     except QualityError as exc:
-        print(f"data quality check failed: {exc}", file=sys.stderr)
-        return 3
+        return _fail(exc, 3, debug, f"data quality check failed: {exc}")
     except DeltasinkError as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 1
+        return _fail(exc, 1, debug, f"error: {exc}")
+    except KeyboardInterrupt as exc:
+        return _fail(exc, 130, debug, "interrupted")
+    except Exception as exc:  # Kafka, OSError, Py4J, Spark, a bug: one line, not a traceback
+        hint = "" if debug else " (run with --debug for the traceback)"
+        return _fail(exc, 1, debug, f"error: {describe_failure(exc)}{hint}")
 
 
 if __name__ == "__main__":

@@ -23,7 +23,9 @@ import sys
 import time
 from pathlib import Path
 
-FAULT_ENV = "DELTASINK_FAULT"
+from pipelines.config import env
+
+FAULT_ENV = env.FAULT
 POINTS = ("before_quarantine_commit", "after_quarantine_commit", "before_target_commit",
           "after_target_commit", "during_validation", "before_redrive_commit",
           "after_redrive_commit")
@@ -40,7 +42,7 @@ def should_crash(point: str, batch_id: int | None, spec: str | None) -> bool:
 
 def maybe_crash(point: str, batch_id: int | None = None) -> None:
     """Kill this process with SIGKILL if ``DELTASINK_FAULT`` names ``point``."""
-    if should_crash(point, batch_id, os.environ.get(FAULT_ENV)):
+    if should_crash(point, batch_id, env.setting(FAULT_ENV)):
         sys.stderr.write(f"deltasink: injected fault at {point} (batch {batch_id})\n")
         sys.stderr.flush()
         os.kill(os.getpid(), signal.SIGKILL)
@@ -48,7 +50,7 @@ def maybe_crash(point: str, batch_id: int | None = None) -> None:
 
 def setting(name: str) -> str | None:
     """The value of ``name=value`` in ``DELTASINK_FAULT`` ("1" for a bare ``name``), or None."""
-    for item in (os.environ.get(FAULT_ENV) or "").split(","):
+    for item in (env.setting(FAULT_ENV) or "").split(","):
         key, sep, value = item.strip().partition("=")
         if key == name:
             return value if sep else "1"

@@ -3,23 +3,20 @@
 from __future__ import annotations
 
 import logging
-import os
 import time
 import uuid
 from collections.abc import Callable
-from pathlib import Path
 
 from pyspark.errors import StreamingQueryException
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql.streaming.query import StreamingQuery
 
-from pipelines import checkpoint, faults
+from pipelines import checkpoint, faults, preflight
 from pipelines.config.model import PipelineConfig
 from pipelines.config.units import parse_duration
 from pipelines.errors import (
     BrokerError,
     CheckpointMismatchError,
-    ConfigError,
     DeltasinkError,
     QualityError,
     SourceError,
@@ -65,7 +62,7 @@ def run_pipeline(spark: SparkSession, config: PipelineConfig, *, trigger: str = 
     schema = get_schema(config.schema_name)
     run_id = uuid.uuid4().hex[:12]
     partitions = topics.wait_for_source(config.source, config.source.broker_timeout)
-    check_writable(config)
+    preflight.check_locations(spark, config)
     ensure_sink_tables(spark, config, schema)
     batches: list[BatchMetrics] = []
     recorder = None
@@ -190,29 +187,6 @@ def _watch(query: StreamingQuery, config: PipelineConfig, outage: dict[str, floa
                     f"{waited:.0f}s (source.broker_timeout={timeout:.0f}s); the "
                     "run was stopped. Everything committed so far is consistent; run again "
                     "when the broker is back and it continues where it stopped.") from None
-
-
-def check_writable(config: PipelineConfig) -> None:
-    """Fail before creating anything if a local table or checkpoint path cannot be created.
-
-    Raises:
-        ConfigError: naming the setting and the blocking path.
-    """
-    paths = {"target.path": config.target.ref.path,
-             "target.quarantine_path": config.target.quarantine_ref.path,
-             "checkpoint": config.checkpoint}
-    for key, location in paths.items():
-        if not location or not checkpoint.is_local(location):
-            continue
-        folder = Path(location)
-        while not folder.exists() and folder != folder.parent:
-            folder = folder.parent
-        if not folder.is_dir():
-            raise ConfigError(f"{key} {location} cannot be created: {folder} is a file, not a "
-                              f"folder. Point {key} at a folder deltasink can write to.")
-        if not os.access(folder, os.W_OK | os.X_OK):
-            raise ConfigError(f"{key} {location} cannot be created: {folder} is not writable. "
-                              f"Fix its permissions or point {key} elsewhere.")
 
 
 def check_retention(config: PipelineConfig, recorded: dict[str, dict[int, int]] | None,

@@ -10,11 +10,11 @@ from typing import Any
 import yaml
 from pydantic import ValidationError
 
+from pipelines.config import env
 from pipelines.config.model import PipelineConfig, resolve_relative_paths
 from pipelines.errors import ConfigError
 
-ENV_PREFIX = "DELTASINK_"
-_NOT_OVERRIDABLE = {"CONFIG", "FAULT", "HOME", "LOG_LEVEL", "JVM_CACHE"}
+_OPTIONAL_SECTIONS = ("quality", "spark")
 
 
 def load_config(path: str | Path, environ: Mapping[str, str] | None = None) -> PipelineConfig:
@@ -37,19 +37,27 @@ def load_config(path: str | Path, environ: Mapping[str, str] | None = None) -> P
         raw = yaml.safe_load(file.read_text(encoding="utf-8"))
     except yaml.YAMLError as exc:
         raise ConfigError(f"{file}: not valid YAML: {exc}") from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ConfigError(f"{file}: cannot read the config file: {exc}") from None
     if not isinstance(raw, dict):
         raise ConfigError(f"{file}: expected a mapping of keys at the top level")
-    raw = apply_env_overrides(raw, os.environ if environ is None else environ)
+    # An optional section whose keys are all commented out reads as null: it means "defaults".
+    raw = {k: v for k, v in raw.items() if not (v is None and k in _OPTIONAL_SECTIONS)}
+    environ = os.environ if environ is None else environ
+    raw = apply_env_overrides(raw, environ)
     raw = resolve_relative_paths(raw, file.resolve().parent)
-    return parse_config(raw, source=str(file))
+    origins = {".".join(path): var for var, path in env.overrides(environ).items()}
+    return parse_config(raw, source=str(file), origins=origins)
 
 
-def parse_config(raw: Mapping[str, Any], source: str = "<config>") -> PipelineConfig:
+def parse_config(raw: Mapping[str, Any], source: str = "<config>",
+                 origins: Mapping[str, str] | None = None) -> PipelineConfig:
     """Validate an already-parsed mapping (no env overrides, no path resolution).
 
     Args:
         raw: the config mapping.
         source: where it came from, named in error messages.
+        origins: dotted key -> the environment variable that set it, named in error messages.
 
     Returns:
         The frozen config.
@@ -60,26 +68,33 @@ def parse_config(raw: Mapping[str, Any], source: str = "<config>") -> PipelineCo
     try:
         return PipelineConfig.model_validate({**raw, "config_file": source})
     except ValidationError as exc:
-        raise ConfigError(f"{source}: invalid config:\n" + _describe(exc)) from None
+        raise ConfigError(f"{source}: invalid config:\n" + _describe(exc, origins or {})) from None
 
 
-def _describe(exc: ValidationError) -> str:
+def _describe(exc: ValidationError, origins: Mapping[str, str]) -> str:
     lines = []
     for err in exc.errors():
         key = ".".join(str(p) for p in err["loc"]) or "(top level)"
         if err["type"] == "extra_forbidden":
-            lines.append(f"  - unknown key '{key}'")
+            line = f"  - unknown key '{key}'"
         elif err["type"] == "missing":
-            lines.append(f"  - missing required key '{key}'")
+            line = f"  - missing required key '{key}'"
         else:
             # Never echo the input value: it may be a secret.
-            lines.append(f"  - {key}: {err['msg']}")
+            line = f"  - {key}: {err['msg']}"
+        unknown = err["type"] == "extra_forbidden"  # DELTASINK_FOO__BAR: the key 'foo' is unknown
+        var = next((v for path, v in origins.items() if path == key
+                    or key.startswith(path + ".") or (unknown and path.startswith(key + "."))),
+                   None)
+        lines.append(line + (f" (set by environment variable {var})" if var else ""))
     return "\n".join(lines)
 
 
 def apply_env_overrides(raw: Mapping[str, Any], environ: Mapping[str, str]) -> dict[str, Any]:
     """Overlay ``DELTASINK_A__B__C=value`` variables onto the mapping.
 
+    Only config overrides count (see :mod:`pipelines.config.env`): process settings such as
+    ``DELTASINK_SPARK_LOG`` are not config keys, and other ``DELTASINK_X`` are ignored.
     Path segments are lower-cased; under ``source.options`` and ``spark.conf`` underscores become
     dots (``SPARK_EXECUTOR_MEMORY`` is ``spark.executor.memory``).
     Values are parsed as YAML scalars, so ``true`` and ``10`` keep their types.
@@ -92,17 +107,16 @@ def apply_env_overrides(raw: Mapping[str, Any], environ: Mapping[str, str]) -> d
         A new mapping with the overrides applied.
     """
     out: dict[str, Any] = _deep_copy(raw)
-    for var, value in sorted(environ.items()):
-        if not var.startswith(ENV_PREFIX) or var[len(ENV_PREFIX):] in _NOT_OVERRIDABLE:
-            continue
-        parts = [p.lower() for p in var[len(ENV_PREFIX):].split("__") if p]
-        if not parts:
-            continue
+    for var, parts in env.overrides(environ).items():
+        value = environ[var]
         if parts[:2] in (["source", "options"], ["spark", "conf"]) and len(parts) == 3:
             parts[2] = parts[2].replace("_", ".")
             parsed: Any = value  # options are strings, secrets are never re-typed
         else:
-            parsed = yaml.safe_load(value) if value else value
+            try:
+                parsed = yaml.safe_load(value) if value else value
+            except yaml.YAMLError:  # never echo the value: it may be a secret
+                raise ConfigError(f"environment variable {var}: not a valid YAML value") from None
         holder = out
         for part in parts[:-1]:
             nxt = holder.setdefault(part, {})

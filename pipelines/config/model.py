@@ -131,6 +131,13 @@ class QualityConfig(BaseModel):
 
     _seconds = field_validator("max_future_skew", mode="before")(parse_duration)
 
+    @model_validator(mode="after")
+    def _locations(self) -> QualityConfig:
+        for table in ("results", "metrics"):
+            if not (getattr(self, f"{table}_path") or getattr(self, f"{table}_table")):
+                raise ValueError(f"set quality.{table}_path or quality.{table}_table")
+        return self
+
     @property
     def results_ref(self) -> TableRef:
         """The quality-results table (one row per expectation per validation)."""
@@ -191,21 +198,37 @@ PATH_KEYS: tuple[tuple[str, str], ...] = (
     ("quality", "metrics_path"),
     ("", "checkpoint"),
 )
+#: Path keys with a default, and the key that replaces the path when set (a catalog table).
+#: (``target.quarantine_path``'s default is derived from the target, see ``quarantine_ref``.)
+PATH_DEFAULTS: tuple[tuple[str, str, str | None], ...] = (
+    ("quality", "docs_dir", None),
+    ("quality", "results_path", "results_table"),
+    ("quality", "metrics_path", "metrics_table"),
+)
+_SECTIONS: dict[str, type[BaseModel]] = {"quality": QualityConfig}
 
 
 def resolve_relative_paths(raw: dict[str, Any], base: Path) -> dict[str, Any]:
     """Make local path values absolute, relative to ``base`` (the config file's folder).
 
-    URIs (``s3://``, ``abfss://``, ``dbfs:/``) and absolute paths are left alone.
+    A path key left out gets its default first, which is then resolved like a value written
+    in the file (``quality.results_path`` becomes ``<base>/lake/_quality/results``), so no
+    path depends on the working directory. URIs (``s3://``, ``abfss://``, ``dbfs:/``) and
+    absolute paths are left alone.
 
     Args:
         raw: the parsed YAML mapping (not modified).
         base: the folder that relative paths are relative to.
 
     Returns:
-        A copy of ``raw`` with relative paths made absolute.
+        A copy of ``raw`` with defaults filled in and relative paths made absolute.
     """
     out = {k: (dict(v) if isinstance(v, dict) else v) for k, v in raw.items()}
+    for section, key, alternative in PATH_DEFAULTS:
+        holder = out.setdefault(section, {})
+        if isinstance(holder, dict) and key not in holder and not (
+                alternative and holder.get(alternative)):
+            holder[key] = _SECTIONS[section].model_fields[key].default
     for section, key in PATH_KEYS:
         holder = out if not section else out.get(section)
         if not isinstance(holder, dict):

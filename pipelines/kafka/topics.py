@@ -17,7 +17,7 @@ ClientConfig = dict[str, str | int | float | bool]
 _JAVA_ONLY = ("sasl.jaas.config", "sasl.login.callback.handler.class",
               "sasl.client.callback.handler.class", "ssl.truststore.", "ssl.keystore.",
               "ssl.key.password", "ssl.endpoint.identification.algorithm")
-_JAAS_CREDENTIAL = re.compile(r'\b(username|password)\s*=\s*"((?:[^"\\]|\\.)*)"')
+JAAS_CREDENTIAL = re.compile(r'\b(username|password)\s*=\s*"((?:[^"\\]|\\.)*)"')
 
 
 def client_config(bootstrap: str, options: Mapping[str, str] | None = None) -> ClientConfig:
@@ -29,7 +29,7 @@ def client_config(bootstrap: str, options: Mapping[str, str] | None = None) -> C
     conf: ClientConfig = {"bootstrap.servers": bootstrap, "log_level": 0}
     for key, value in (options or {}).items():
         if key == "sasl.jaas.config":
-            for name, secret in _JAAS_CREDENTIAL.findall(value):
+            for name, secret in JAAS_CREDENTIAL.findall(value):
                 conf.setdefault(f"sasl.{name}", re.sub(r"\\(.)", r"\1", secret))
         if not key.startswith(_JAVA_ONLY):
             conf[key] = value

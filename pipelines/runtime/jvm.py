@@ -17,6 +17,7 @@ import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 
+from pipelines.config import env
 from pipelines.errors import EnvironmentSetupError
 
 KAFKA_CONNECTOR = "org.apache.spark:spark-sql-kafka-0-10_2.13:4.0.1"
@@ -52,13 +53,13 @@ class Coordinate:
 
 def m2_repository() -> Path:
     """The local Maven repository that both ``mvn`` and Spark's Ivy read."""
-    return Path(os.environ.get("DELTASINK_M2", Path.home() / ".m2" / "repository"))
+    return Path(env.setting(env.M2) or Path.home() / ".m2" / "repository")
 
 
 def cache_dir() -> Path:
     """deltasink's own cache (generated POMs, the broker classpath)."""
     default = Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "deltasink"
-    path = Path(os.environ.get("DELTASINK_JVM_CACHE", default))
+    path = Path(env.setting(env.JVM_CACHE) or default)
     path.mkdir(parents=True, exist_ok=True)
     return path
 

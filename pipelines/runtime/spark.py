@@ -17,7 +17,9 @@ from pathlib import Path
 
 from pyspark.sql import SparkSession
 
+from pipelines.config import env
 from pipelines.config.model import DEFAULT_MASTER, PipelineConfig
+from pipelines.errors import EnvironmentSetupError
 from pipelines.runtime import jvm
 
 #: Settings for a local session. Small shuffles and snapshot partitions matter most: a
@@ -49,7 +51,7 @@ def on_databricks() -> bool:
 
 def jvm_log_path() -> Path:
     """Where the local driver JVM writes its own output (package resolution, log4j)."""
-    return Path(os.environ.get("DELTASINK_SPARK_LOG", jvm.cache_dir() / "spark-driver.log"))
+    return Path(env.setting(env.SPARK_LOG) or jvm.cache_dir() / "spark-driver.log")
 
 
 def _executor_conf(master: str) -> dict[str, str]:
@@ -72,8 +74,15 @@ def _jvm_output_to(path: Path) -> Iterator[None]:
     """
     sys.stdout.flush()
     sys.stderr.flush()
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        log = open(path, "ab")  # closed by the with below, once duplicated
+    except OSError as exc:
+        raise EnvironmentSetupError(
+            f"cannot write the Spark driver log {path} ({exc.strerror or exc}); set "
+            f"{env.SPARK_LOG} to a writable file") from None
     saved = os.dup(1), os.dup(2)
-    with open(path, "ab") as log:
+    with log:
         os.dup2(log.fileno(), 1)
         os.dup2(log.fileno(), 2)
     try:
@@ -122,7 +131,7 @@ def get_spark(
     builder = configure_spark_with_delta_pip(builder, extra_packages=[jvm.KAFKA_CONNECTOR])
     with _jvm_output_to(jvm_log_path()):
         spark = builder.getOrCreate()
-    spark.sparkContext.setLogLevel(os.environ.get("DELTASINK_SPARK_LOG_LEVEL", "ERROR"))
+    spark.sparkContext.setLogLevel(env.setting(env.SPARK_LOG_LEVEL) or "ERROR")
     return spark
 
 

@@ -6,7 +6,6 @@ and ``long`` (marker ``chaos``, ``make chaos``). ``DELTASINK_CHAOS_SEED`` fixes 
 
 from __future__ import annotations
 
-import os
 import random
 import uuid
 from collections.abc import Iterator
@@ -16,6 +15,7 @@ from pathlib import Path
 import pytest
 from _pytest.terminal import TerminalReporter
 
+from pipelines.config.env import CHAOS_SEED, setting
 from pipelines.kafka.broker import EmbeddedBroker, free_port_pair
 from tests.support.checker import Verdict
 
@@ -52,7 +52,7 @@ RESULTS: list[tuple[str, str, Verdict | None, str]] = []
 @pytest.fixture
 def seed(request: pytest.FixtureRequest) -> int:
     """The scenario's seed, printed so that a failure can be replayed."""
-    value = int(os.environ.get("DELTASINK_CHAOS_SEED") or random.randrange(1, 1_000_000))
+    value = int(setting(CHAOS_SEED) or random.randrange(1, 1_000_000))
     print(f"\n[chaos] {request.node.nodeid}: seed {value} "
           f"(replay with DELTASINK_CHAOS_SEED={value})")
     return value

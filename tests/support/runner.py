@@ -31,7 +31,8 @@ def _holds_lock(lock: Path, pid: int) -> bool:
 
 def deltasink(*args: str, fault: str | None = None, kill_after: float | None = None,
               kill_after_lock: Path | None = None, env: Mapping[str, str] | None = None,
-              timeout: float = 900) -> subprocess.CompletedProcess[str]:
+              timeout: float = 900, cwd: Path | None = None
+              ) -> subprocess.CompletedProcess[str]:
     """Run ``deltasink <args>`` in its own process group.
 
     Args:
@@ -43,6 +44,7 @@ def deltasink(*args: str, fault: str | None = None, kill_after: float | None = N
             the process's pid (the run is past start-up and streaming), not from the start.
         env: the environment (default: this process's, without ``DELTASINK_FAULT``).
         timeout: give up (and kill) after this many seconds.
+        cwd: the working directory (default: this process's).
     """
     base = dict(os.environ if env is None else env)
     base.pop("DELTASINK_FAULT", None)
@@ -50,7 +52,7 @@ def deltasink(*args: str, fault: str | None = None, kill_after: float | None = N
         base["DELTASINK_FAULT"] = fault
     with tempfile.TemporaryFile("w+") as out, tempfile.TemporaryFile("w+") as err:
         proc = subprocess.Popen([DELTASINK, *args], env=base, stdout=out, stderr=err, text=True,
-                                start_new_session=True)
+                                start_new_session=True, cwd=cwd)
         started = time.monotonic()
         kill_at = None if kill_after is None or kill_after_lock else started + kill_after
         timed_out = False

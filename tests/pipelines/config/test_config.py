@@ -131,3 +131,29 @@ def test_bad_dedup_window_fails_clearly(tmp_path: Path, target: dict[str, object
     with pytest.raises(ConfigError, match=r"target\.dedup_window") as err:
         load_config(write(tmp_path, data), environ={})
     assert message in str(err.value)
+
+
+def test_defaults_resolve_like_values_written_in_the_file(tmp_path: Path,
+                                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    monkeypatch.chdir(elsewhere)  # the working directory must not matter
+    folder = tmp_path / "conf"
+    folder.mkdir()
+    cfg = load_config(write(folder, BASE), environ={})
+    assert cfg.quality.docs_dir == str(folder / "lake" / "_quality" / "docs")
+    assert cfg.quality.results_ref.path == str(folder / "lake" / "_quality" / "results")
+    assert cfg.quality.metrics_ref.path == str(folder / "lake" / "_quality" / "run_metrics")
+    assert cfg.target.quarantine_ref.path == str(folder / "lake" / "orders_quarantine")
+
+
+def test_a_table_replaces_the_default_path_and_a_null_section_means_defaults(
+        tmp_path: Path) -> None:
+    cfg = load_config(write(tmp_path, {**BASE, "quality": {"results_table": "db.results"}}),
+                      environ={})
+    assert cfg.quality.results_ref.name == "db.results"
+    assert cfg.quality.metrics_ref.path == str(tmp_path / "lake" / "_quality" / "run_metrics")
+    assert load_config(write(tmp_path, {**BASE, "quality": None, "spark": None}),
+                       environ={}).spark.master == "local[2]"
+    with pytest.raises(ConfigError, match=r"set quality.results_path or quality.results_table"):
+        load_config(write(tmp_path, {**BASE, "quality": {"results_path": None}}), environ={})

@@ -1,0 +1,92 @@
+"""Before a run creates anything: can every table, folder and checkpoint it will touch be made?
+
+A run touches the target and quarantine tables, the checkpoint, and (with quality enabled) the
+quality-results and run-metrics tables and the Data Docs folder. Each is checked here, so a bad
+location fails the run before the first table exists, not halfway through (the target created,
+the quarantine refused; or the data committed and the metrics write failing):
+
+* a local path must be creatable: its nearest existing ancestor a writable folder;
+* a local table path that exists must be a Delta table, or an empty folder;
+* no two of them may share a location;
+* a catalog table's schema (``catalog.schema`` of ``catalog.schema.table``) must exist.
+
+Remote locations (``s3://``, ``abfss://``, ``dbfs:/``) are left to the store: checking them
+would need credentials the check itself could fail on.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from pyspark.sql import SparkSession
+
+from pipelines import checkpoint
+from pipelines.config.model import PipelineConfig
+from pipelines.errors import ConfigError
+from pipelines.tables import TableRef
+
+
+def tables(config: PipelineConfig) -> list[tuple[str, TableRef]]:
+    """Every table a run writes, with the config key that places it."""
+    found = [("target", config.target.ref), ("target.quarantine", config.target.quarantine_ref)]
+    if config.quality.enabled:
+        found += [("quality.results", config.quality.results_ref),
+                  ("quality.metrics", config.quality.metrics_ref)]
+    return found
+
+
+def check_locations(spark: SparkSession, config: PipelineConfig) -> None:
+    """Fail before anything is created if a location the run writes cannot be used.
+
+    Raises:
+        ConfigError: naming the setting, the location and what to do.
+    """
+    folders: dict[str, str] = {}
+    for key, ref in tables(config):
+        prefix = "target." if key == "target" else f"{key}_"
+        if ref.name:
+            _check_schema(spark, f"{prefix}table", ref.name)
+        else:
+            folders[f"{prefix}path"] = str(ref.path)
+    folders["checkpoint"] = config.checkpoint
+    if config.quality.enabled:
+        folders["quality.docs_dir"] = config.quality.docs_dir
+    seen: dict[str, str] = {}
+    for key, location in folders.items():
+        same = seen.setdefault(os.path.normpath(location), key)
+        if same != key:
+            raise ConfigError(f"{same} and {key} are the same location ({location}); give each "
+                              "its own folder.")
+    for key, location in folders.items():
+        if checkpoint.is_local(location):
+            _check_local(key, location, table=key.endswith("path"))
+
+
+def _check_local(key: str, location: str, *, table: bool) -> None:
+    path = Path(location)
+    if table and path.is_dir() and not (path / "_delta_log").is_dir() and any(path.iterdir()):
+        raise ConfigError(f"{key} {location} is a folder with files but not a Delta table; "
+                          f"point {key} at a new folder or an existing Delta table.")
+    folder = path
+    while not folder.exists() and folder != folder.parent:
+        folder = folder.parent
+    if not folder.is_dir():
+        raise ConfigError(f"{key} {location} cannot be created: {folder} is a file, not a "
+                          f"folder. Point {key} at a folder deltasink can write to.")
+    if not os.access(folder, os.W_OK | os.X_OK):
+        raise ConfigError(f"{key} {location} cannot be created: {folder} is not writable. "
+                          f"Fix its permissions or point {key} elsewhere.")
+
+
+def _check_schema(spark: SparkSession, key: str, name: str) -> None:
+    namespace = name.rpartition(".")[0]
+    if not namespace:
+        return  # the session's current schema
+    try:
+        exists = bool(spark.catalog.databaseExists(namespace))
+    except Exception:  # no permission to look, an unknown catalog: the write will say
+        return
+    if not exists:
+        raise ConfigError(f"{key} {name}: schema {namespace} does not exist. Create it "
+                          f"(CREATE SCHEMA {namespace}) or point {key} at an existing one.")
