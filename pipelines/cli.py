@@ -3,16 +3,27 @@
 from __future__ import annotations
 
 import argparse
-import json
 import logging
-import os
 import sys
-import traceback
 from collections.abc import Callable, Sequence
-from pathlib import Path
 
 from pipelines import __version__
+from pipelines.commands import (
+    cmd_broker,
+    cmd_demo,
+    cmd_init,
+    cmd_produce,
+    cmd_quarantine,
+    cmd_replay,
+    cmd_report,
+    cmd_rewind,
+    cmd_run,
+    cmd_setup,
+    cmd_status,
+    cmd_validate,
+)
 from pipelines.errors import ConfigError, DeltasinkError, QualityError, SchemaError
+from pipelines.failures import describe_failure, report_failure
 
 EPILOG = """\
 exit codes: 0 success, 1 failure, 2 bad config or usage, 3 a data-quality check failed.
@@ -21,178 +32,6 @@ config: a YAML file (see README; `deltasink init` writes one); DELTASINK_<SECTIO
 environment variables override keys, e.g. DELTASINK_SOURCE__OPTIONS__SASL_JAAS_CONFIG for a
 secret Kafka option. DELTASINK_SPARK_LOG, DELTASINK_M2, ... are process settings (README).
 """
-#: Secret values of the loaded config (Kafka options, Spark conf): masked in every error line.
-_SECRETS: set[str] = set()
-
-
-def _say(line: str) -> None:
-    print(line, flush=True)
-
-
-def _config(args: argparse.Namespace):  # type: ignore[no-untyped-def]
-    from pipelines.config.loader import load_config
-
-    config = load_config(args.config)
-    _SECRETS.update(config.source.kafka_options().values(), config.spark.spark_conf().values())
-    return config
-
-
-def cmd_init(args: argparse.Namespace) -> int:
-    from pipelines.config.starter import default_name, starter_config, write_starter
-
-    out = Path(args.out or f"{args.name or default_name(args.topic)}.yml")
-    write_starter(out, starter_config(topic=args.topic, bootstrap_servers=args.bootstrap_servers,
-                                      target=args.target, out=out, name=args.name,
-                                      checkpoint=args.checkpoint))
-    _say(f"wrote {out}: the required keys for topic {args.topic}; optional keys are commented "
-         "with their defaults")
-    _say(f"next: deltasink run --config {out}")
-    return 0
-
-
-def cmd_setup(args: argparse.Namespace) -> int:
-    from pipelines.runtime import jvm
-    from pipelines.runtime.spark import get_spark
-
-    for line in jvm.fetch():
-        _say(line)
-    spark = get_spark("deltasink-setup")  # resolves the packages once, filling Ivy's cache
-    spark.range(1).count()
-    spark.stop()
-    _say("spark session with Delta and the Kafka connector: ok (jars cached)")
-    return 0
-
-
-def cmd_broker(args: argparse.Namespace) -> int:
-    from pipelines.kafka.broker import DEFAULT_DATA_DIR, EmbeddedBroker
-
-    node = EmbeddedBroker.at(args.data_dir or DEFAULT_DATA_DIR, args.port)
-    if args.action == "start":
-        node.start()
-        _say(f"kafka broker running at {node.bootstrap_servers} (pid {node.pid}, data in "
-             f"{node.data_dir})")
-    elif args.action == "stop":
-        stopped = node.stop()
-        _say("kafka broker stopped" if stopped else f"no broker running for {node.data_dir}")
-    else:
-        _say(f"running at {node.bootstrap_servers} (pid {node.pid})" if node.pid
-             else f"not running ({node.data_dir})")
-    return 0
-
-
-def cmd_produce(args: argparse.Namespace) -> int:
-    from pipelines.kafka.produce import produce_events
-
-    config = _config(args)
-    topic = args.topic or (config.source.topics[0] if config.source.topics else None)
-    if not topic:
-        raise ConfigError("source uses topic_pattern; pass --topic to choose where to produce")
-    summary = produce_events(config.source.bootstrap_servers, topic, args.count,
-                             duplicate_rate=args.duplicate_rate, poison_rate=args.poison_rate,
-                             seed=args.seed, partitions=args.partitions, progress=_say)
-    _say(summary.describe())
-    return 0
-
-
-def cmd_run(args: argparse.Namespace) -> int:
-    from pipelines.run import run_pipeline
-    from pipelines.runtime.spark import spark_for
-
-    config = _config(args)
-    run_pipeline(spark_for(config), config, trigger=args.trigger, interval=args.interval,
-                 validate=not args.no_validate, progress=_say)
-    return 0
-
-
-def cmd_status(args: argparse.Namespace) -> int:
-    from pipelines.ops.status import collect_status, format_status
-    from pipelines.runtime.spark import spark_for
-
-    config = _config(args)
-    status = collect_status(spark_for(config), config)
-    if args.json:
-        _say(json.dumps(status, indent=2, default=str))
-    else:
-        for line in format_status(status):
-            _say(line)
-    return 0
-
-
-def cmd_validate(args: argparse.Namespace) -> int:
-    from pipelines.runtime.spark import spark_for
-    from quality.results import latest_run_dates
-    from quality.validate import validate_table
-
-    config = _config(args)
-    spark = spark_for(config)
-    latest = None if args.full else latest_run_dates(spark, config)
-    if latest is None:
-        if not args.full:
-            _say("no run recorded yet: validating the whole table")
-        report = validate_table(spark, config, full=True)
-    else:
-        _say(f"validating the partitions of run {latest[0]}: "
-             + (", ".join(d.isoformat() for d in latest[1]) or "(none)"))
-        report = validate_table(spark, config, dates=latest[1])
-    for line in report.summary_lines():
-        _say(line)
-    return 0 if report.success else 3
-
-
-def cmd_report(args: argparse.Namespace) -> int:
-    from pipelines.runtime.spark import spark_for
-    from quality.report import write_report
-
-    config = _config(args)
-    out = write_report(spark_for(config), config, Path(args.out) if args.out else None)
-    _say(f"dashboard written to {out}")
-    return 0
-
-
-def cmd_rewind(args: argparse.Namespace) -> int:
-    from pipelines.ops.rewind import rewind
-    from pipelines.runtime.spark import spark_for
-
-    config = _config(args)
-    rewind(spark_for(config), config, to_version=args.to_version,
-           to_timestamp=args.to_timestamp, dry_run=args.dry_run, say=_say)
-    _say(f"next: deltasink run --config {args.config}")
-    return 0
-
-
-def cmd_replay(args: argparse.Namespace) -> int:
-    from pipelines.ops.replay import replay
-    from pipelines.runtime.spark import spark_for
-
-    config = _config(args)
-    only = [t.strip() for t in args.topics.split(",") if t.strip()] if args.topics else None
-    replay(spark_for(config), config, args.from_timestamp, only_topics=only, say=_say)
-    return 0
-
-
-def cmd_quarantine(args: argparse.Namespace) -> int:
-    from pipelines.runtime.spark import spark_for
-
-    config = _config(args)
-    if args.action == "list":
-        from pipelines.ops.quarantine_list import list_quarantine
-
-        list_quarantine(spark_for(config), config, reason=args.reason, since=args.since,
-                        say=_say)
-        return 0
-    from pipelines.ops.redrive import redrive
-
-    redrive(spark_for(config), config, reason=args.reason, since=args.since,
-            dry_run=args.dry_run, say=_say)
-    return 0
-
-
-def cmd_demo(args: argparse.Namespace) -> int:
-    from pipelines.ops.demo import run_demo
-
-    return run_demo(Path(args.dir), args.port)
-
-
 def build_parser() -> argparse.ArgumentParser:
     """The argument parser (also used to render ``--help`` in the README)."""
     parser = argparse.ArgumentParser(
@@ -288,47 +127,6 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def _redact(text: str) -> str:
-    """``text`` with every known secret value masked (config secrets and their JAAS parts)."""
-    from pipelines.config import env
-    from pipelines.kafka.topics import JAAS_CREDENTIAL
-
-    secrets = set(_SECRETS)
-    for var, path in env.overrides(os.environ).items():
-        if path[:2] in (["source", "options"], ["spark", "conf"]):
-            secrets.add(os.environ[var])
-    for value in list(secrets):
-        secrets.update(secret for _, secret in JAAS_CREDENTIAL.findall(value))
-    for value in sorted((v for v in secrets if len(v) >= 4), key=len, reverse=True):
-        text = text.replace(value, "***")
-    return text
-
-
-def describe_failure(exc: BaseException) -> str:
-    """One line for an exception deltasink did not raise on purpose: what failed, and where."""
-    text = str(exc)
-    kind = type(exc).__name__
-    module = type(exc).__module__
-    if module.startswith("py4j"):
-        # "An error occurred while calling o42.load.\n: java.io.IOException: ...\n\tat ..."
-        java = next((ln[2:] for ln in text.splitlines() if ln.startswith(": ")), None)
-        kind, text = "Spark JVM", java or text
-    elif module.startswith("pyspark"):
-        kind = f"Spark {kind}"
-    elif module.startswith("confluent_kafka") or kind == "KafkaException":
-        error_str = getattr(exc.args[0] if exc.args else None, "str", None)  # a KafkaError
-        kind, text = "Kafka", str(error_str()) if callable(error_str) else text
-    first = next((ln.strip() for ln in text.splitlines() if ln.strip()), "(no message)")
-    return f"{kind}: {first[:500]}"
-
-
-def _fail(exc: BaseException, code: int, debug: bool, line: str) -> int:
-    if debug:  # masked too: a Kafka or Spark message may quote a secret option
-        print(_redact("".join(traceback.format_exception(exc))), file=sys.stderr, end="")
-    print(_redact(line), file=sys.stderr, flush=True)
-    return code
-
-
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``deltasink`` command.
 
@@ -338,20 +136,23 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     debug = bool(getattr(args, "debug", False))
     logging.basicConfig(level=logging.WARNING, format="deltasink: %(message)s")
+
+    def fail(exc: BaseException, code: int, line: str) -> int:
+        return report_failure(exc, code, line, debug=debug, known=getattr(args, "secrets", ()))
+
     try:
         return int(args.func(args))
     except (ConfigError, SchemaError) as exc:
-        return _fail(exc, 2, debug, f"error: {exc}")
+        return fail(exc, 2, f"error: {exc}")
     except QualityError as exc:
-        return _fail(exc, 3, debug, f"data quality check failed: {exc}")
+        return fail(exc, 3, f"data quality check failed: {exc}")
     except DeltasinkError as exc:
-        return _fail(exc, 1, debug, f"error: {exc}")
+        return fail(exc, 1, f"error: {exc}")
     except KeyboardInterrupt as exc:
-        return _fail(exc, 130, debug, "interrupted")
+        return fail(exc, 130, "interrupted")
     except Exception as exc:  # Kafka, OSError, Py4J, Spark, a bug: one line, not a traceback
         hint = "" if debug else " (run with --debug for the traceback)"
-        return _fail(exc, 1, debug, f"error: {describe_failure(exc)}{hint}")
-
+        return fail(exc, 1, f"error: {describe_failure(exc)}{hint}")
 
 if __name__ == "__main__":
     sys.exit(main())

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from pipelines import cli
+from pipelines import failures
 from pipelines.config import env
 from pipelines.config.loader import load_config
 from pipelines.kafka.broker import EmbeddedBroker, free_port_pair
@@ -144,12 +144,12 @@ def test_failures_are_described_in_one_line_with_secrets_masked(
         monkeypatch: pytest.MonkeyPatch) -> None:
     java = Py4JJavaError("An error occurred while calling o42.save.\n"
                          ": java.io.IOException: Mkdirs failed to create /x\n\tat org.apache...")
-    assert cli.describe_failure(java) == \
+    assert failures.describe_failure(java) == \
         "Spark JVM: java.io.IOException: Mkdirs failed to create /x"
-    assert cli.describe_failure(OSError(28, "No space left on device")) == \
+    assert failures.describe_failure(OSError(28, "No space left on device")) == \
         "OSError: [Errno 28] No space left on device"
     monkeypatch.setenv("DELTASINK_SOURCE__OPTIONS__SASL_JAAS_CONFIG", JAAS)
-    masked = cli._redact(f"auth failed for alice with {SECRET} (config {JAAS})")
+    masked = failures.redact(f"auth failed for alice with {SECRET} (config {JAAS})")
     assert SECRET not in masked and "alice" not in masked
 
 
@@ -159,7 +159,8 @@ def test_the_debug_traceback_is_masked_too(monkeypatch: pytest.MonkeyPatch,
     try:
         raise RuntimeError(f"login failed: password={SECRET}")
     except RuntimeError as exc:
-        assert cli._fail(exc, 1, True, f"error: {cli.describe_failure(exc)}") == 1
+        assert failures.report_failure(exc, 1, f"error: {failures.describe_failure(exc)}",
+                                       debug=True) == 1
     err = capsys.readouterr().err
     assert "Traceback (most recent call last)" in err and "password=***" in err
     assert SECRET not in err

@@ -1,0 +1,187 @@
+"""One function per ``deltasink`` subcommand: load the config, call into the package, print.
+
+Each takes the parsed ``argparse.Namespace`` and returns the exit code; :mod:`pipelines.cli`
+parses the arguments and turns any failure into one line. Imports are local to each command, so
+``deltasink --help`` and ``deltasink init`` never start Spark.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from pipelines.errors import ConfigError
+
+if TYPE_CHECKING:
+    from pipelines.config.model import PipelineConfig
+
+
+def _say(line: str) -> None:
+    print(line, flush=True)
+
+
+def _config(args: argparse.Namespace) -> PipelineConfig:
+    from pipelines.config.loader import load_config
+
+    config = load_config(args.config)
+    # Secret values of the loaded config (Kafka options, Spark conf): masked in any error line.
+    args.secrets = {*config.source.kafka_options().values(), *config.spark.spark_conf().values()}
+    return config
+
+
+def cmd_init(args: argparse.Namespace) -> int:
+    from pipelines.config.starter import default_name, starter_config, write_starter
+
+    out = Path(args.out or f"{args.name or default_name(args.topic)}.yml")
+    write_starter(out, starter_config(topic=args.topic, bootstrap_servers=args.bootstrap_servers,
+                                      target=args.target, out=out, name=args.name,
+                                      checkpoint=args.checkpoint))
+    _say(f"wrote {out}: the required keys for topic {args.topic}; optional keys are commented "
+         "with their defaults")
+    _say(f"next: deltasink run --config {out}")
+    return 0
+
+
+def cmd_setup(args: argparse.Namespace) -> int:
+    from pipelines.runtime import jvm
+    from pipelines.runtime.spark import get_spark
+
+    for line in jvm.fetch():
+        _say(line)
+    spark = get_spark("deltasink-setup")  # resolves the packages once, filling Ivy's cache
+    spark.range(1).count()
+    spark.stop()
+    _say("spark session with Delta and the Kafka connector: ok (jars cached)")
+    return 0
+
+
+def cmd_broker(args: argparse.Namespace) -> int:
+    from pipelines.kafka.broker import DEFAULT_DATA_DIR, EmbeddedBroker
+
+    node = EmbeddedBroker.at(args.data_dir or DEFAULT_DATA_DIR, args.port)
+    if args.action == "start":
+        node.start()
+        _say(f"kafka broker running at {node.bootstrap_servers} (pid {node.pid}, data in "
+             f"{node.data_dir})")
+    elif args.action == "stop":
+        stopped = node.stop()
+        _say("kafka broker stopped" if stopped else f"no broker running for {node.data_dir}")
+    else:
+        _say(f"running at {node.bootstrap_servers} (pid {node.pid})" if node.pid
+             else f"not running ({node.data_dir})")
+    return 0
+
+
+def cmd_produce(args: argparse.Namespace) -> int:
+    from pipelines.kafka.produce import produce_events
+
+    config = _config(args)
+    topic = args.topic or (config.source.topics[0] if config.source.topics else None)
+    if not topic:
+        raise ConfigError("source uses topic_pattern; pass --topic to choose where to produce")
+    summary = produce_events(config.source.bootstrap_servers, topic, args.count,
+                             duplicate_rate=args.duplicate_rate, poison_rate=args.poison_rate,
+                             seed=args.seed, partitions=args.partitions, progress=_say)
+    _say(summary.describe())
+    return 0
+
+
+def cmd_run(args: argparse.Namespace) -> int:
+    from pipelines.run import run_pipeline
+    from pipelines.runtime.spark import spark_for
+
+    config = _config(args)
+    run_pipeline(spark_for(config), config, trigger=args.trigger, interval=args.interval,
+                 validate=not args.no_validate, progress=_say)
+    return 0
+
+
+def cmd_status(args: argparse.Namespace) -> int:
+    from pipelines.ops.status import collect_status, format_status
+    from pipelines.runtime.spark import spark_for
+
+    config = _config(args)
+    status = collect_status(spark_for(config), config)
+    if args.json:
+        _say(json.dumps(status, indent=2, default=str))
+    else:
+        for line in format_status(status):
+            _say(line)
+    return 0
+
+
+def cmd_validate(args: argparse.Namespace) -> int:
+    from pipelines.runtime.spark import spark_for
+    from quality.results import latest_run_dates
+    from quality.validate import validate_table
+
+    config = _config(args)
+    spark = spark_for(config)
+    latest = None if args.full else latest_run_dates(spark, config)
+    if latest is None:
+        if not args.full:
+            _say("no run recorded yet: validating the whole table")
+        report = validate_table(spark, config, full=True)
+    else:
+        _say(f"validating the partitions of run {latest[0]}: "
+             + (", ".join(d.isoformat() for d in latest[1]) or "(none)"))
+        report = validate_table(spark, config, dates=latest[1])
+    for line in report.summary_lines():
+        _say(line)
+    return 0 if report.success else 3
+
+
+def cmd_report(args: argparse.Namespace) -> int:
+    from pipelines.runtime.spark import spark_for
+    from quality.report import write_report
+
+    config = _config(args)
+    out = write_report(spark_for(config), config, Path(args.out) if args.out else None)
+    _say(f"dashboard written to {out}")
+    return 0
+
+
+def cmd_rewind(args: argparse.Namespace) -> int:
+    from pipelines.ops.rewind import rewind
+    from pipelines.runtime.spark import spark_for
+
+    config = _config(args)
+    rewind(spark_for(config), config, to_version=args.to_version,
+           to_timestamp=args.to_timestamp, dry_run=args.dry_run, say=_say)
+    _say(f"next: deltasink run --config {args.config}")
+    return 0
+
+
+def cmd_replay(args: argparse.Namespace) -> int:
+    from pipelines.ops.replay import replay
+    from pipelines.runtime.spark import spark_for
+
+    config = _config(args)
+    only = [t.strip() for t in args.topics.split(",") if t.strip()] if args.topics else None
+    replay(spark_for(config), config, args.from_timestamp, only_topics=only, say=_say)
+    return 0
+
+
+def cmd_quarantine(args: argparse.Namespace) -> int:
+    from pipelines.runtime.spark import spark_for
+
+    config = _config(args)
+    if args.action == "list":
+        from pipelines.ops.quarantine_list import list_quarantine
+
+        list_quarantine(spark_for(config), config, reason=args.reason, since=args.since,
+                        say=_say)
+        return 0
+    from pipelines.ops.redrive import redrive
+
+    redrive(spark_for(config), config, reason=args.reason, since=args.since,
+            dry_run=args.dry_run, say=_say)
+    return 0
+
+
+def cmd_demo(args: argparse.Namespace) -> int:
+    from pipelines.ops.demo import run_demo
+
+    return run_demo(Path(args.dir), args.port)
