@@ -22,11 +22,12 @@ from pipelines.config.model import PipelineConfig
 from pipelines.errors import ConfigError
 from pipelines.lease import single_writer
 from pipelines.ops.redrive_commit import RedriveResult, commit_redrive
-from pipelines.sink.batch import QUARANTINE_KEY, partition_values
+from pipelines.sink.batch import QUARANTINE_KEY
 from pipelines.sink.dedup import dedup_on_key
 from pipelines.sink.materialize import materialize, release
 from pipelines.sink.parse import classify, record_hash, valid_events
 from pipelines.sink.tables import ensure_sink_tables
+from pipelines.sink.target_merge import partition_values
 from schemas import EventSchema, get_schema
 
 #: The old reason, carried through the re-parse.

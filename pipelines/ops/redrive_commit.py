@@ -33,7 +33,7 @@ from pyspark.sql import functions as F
 from pipelines import faults, state
 from pipelines.config.model import PipelineConfig
 from pipelines.errors import CommitError
-from pipelines.sink.batch import QUARANTINE_KEY, merge_into_target
+from pipelines.sink.batch import QUARANTINE_KEY
 from pipelines.sink.commit import (
     METADATA_KEY,
     commit_metadata,
@@ -41,6 +41,7 @@ from pipelines.sink.commit import (
     with_conflict_retry,
 )
 from pipelines.sink.merge import null_safe_or_legacy
+from pipelines.sink.target_merge import merge_into_target
 
 if TYPE_CHECKING:
     from pipelines.ops.redrive import RedrivePlan

@@ -35,16 +35,14 @@ from pipelines.sink.materialize import materialize, release
 from pipelines.sink.merge import (
     MergeOutcome,
     count_other_date_copies,
-    expand_dates,
     insert_only_merge,
-    literal_filter,
     null_safe_or_legacy,
     range_filter,
-    within_days,
 )
 from pipelines.sink.metrics import BatchMetrics, commit_counts
 from pipelines.sink.parse import classify, quarantine_rows, valid_events
 from pipelines.sink.retry import run_batch_with_retry
+from pipelines.sink.target_merge import merge_into_target, partition_values, read_values
 from schemas.base import EventSchema
 
 #: The Kafka coordinates in the quarantine key. Offsets restart at 0 when a topic is recreated (or
@@ -211,65 +209,3 @@ class BatchSink:
                                         self.config.target.dedup_window)
         stages["other_date"] = time.monotonic() - mark
         return found
-
-
-def partition_values(deduped: DataFrame, partition_by: tuple[str, ...]
-                     ) -> tuple[int, dict[str, list[Any]]]:
-    """How many rows ``deduped`` holds, and the distinct values of each partition column."""
-    parts = list(partition_by)
-    groups = deduped.groupBy(*parts).count().collect() if parts else \
-        [deduped.agg(F.count(F.lit(1)).alias("count")).first()]
-    unique = sum(int(g["count"]) for g in groups if g is not None)
-    return unique, {p: [g[p] for g in groups if g is not None] for p in parts}
-
-
-def read_values(config: PipelineConfig, column: str, values: list[object]) -> list[object]:
-    """The partition values the target MERGE reads: the batch's, widened by the dedup window."""
-    present = [v for v in values if v is not None]
-    if column != DATE_COLUMN or not config.target.dedup_window:
-        return present
-    # Event dates are years 1000..9999 (parse quarantines the rest); the window must not
-    # widen past them (Spark's date literal cannot even say year 999).
-    return [d for d in expand_dates([d for d in present if isinstance(d, date)],
-                                    config.target.dedup_window)
-            if 1000 <= d.year <= 9999]
-
-
-def merge_into_target(spark: SparkSession, config: PipelineConfig, deduped: DataFrame,
-                      values: dict[str, list[object]], app_id: str, version: int,
-                      metadata: str, before_commit: Callable[[], None]) -> MergeOutcome:
-    """The target's insert-only MERGE of deduplicated rows, as one txn-guarded commit.
-
-    Keys on the partition columns and the dedup key (the date within ``target.dedup_window``),
-    reads only the partitions of ``values`` (widened by the window), and retries conflicts.
-    A micro-batch and ``deltasink quarantine redrive`` both commit through it.
-
-    Args:
-        spark: the session.
-        config: the pipeline config.
-        deduped: at most one row per dedup key.
-        values: partition column -> the distinct values in ``deduped``.
-        app_id: the txnAppId.
-        version: the txnVersion.
-        metadata: the commit's userMetadata.
-        before_commit: called before each attempt (lease check, fault points).
-
-    Returns:
-        Whether Delta committed (False: skipped as a seen txn) and how many rows were inserted.
-    """
-    target = config.target
-    window = target.dedup_window  # > 0 only when event_date is a partition column
-    on = tuple(c for c in (*target.partition_by, target.dedup_key)
-               if not (window and c == DATE_COLUMN))
-    prune = literal_filter("t", {k: read_values(config, k, vs) for k, vs in values.items()})
-    if target.partition_by and not any(values.values()):
-        prune = F.lit(False)  # nothing to insert: read no partitions, still commit offsets
-    near = within_days(DATE_COLUMN, window) if window else None
-
-    def attempt() -> MergeOutcome:
-        before_commit()
-        with txn(spark, app_id, version, metadata):
-            return insert_only_merge(target.ref.delta(spark), deduped, on, prune, near)
-
-    return with_conflict_retry(attempt, retries=target.commit_retries,
-                               what=f"MERGE into {target.ref.describe()}")
