@@ -5,7 +5,8 @@
 # MAGIC Validates the run recorded by the ingest task (`run_id`, passed as a task value): the
 # MAGIC Great Expectations suite (unique and non-null `event_id`, schema columns present, required
 # MAGIC fields non-null, no `event_time` too far in the future) on the partitions the run touched,
-# MAGIC plus the run's quarantine share. One row per expectation goes to the quality-results table;
+# MAGIC plus the run's quarantine share, and the Kafka lag / staleness when `max_lag_records` /
+# MAGIC `max_staleness` are set. One row per expectation goes to the quality-results table;
 # MAGIC the task **fails** when any expectation fails. `full = true` checks the whole table.
 # MAGIC
 # MAGIC All logic lives in the `deltasink` wheel (`pipelines.jobs.validate`).
@@ -25,6 +26,8 @@ dbutils.widgets.text("run_metrics", "", "Run-metrics table or path")
 dbutils.widgets.text("quality_docs", "", "Data Docs folder (UC Volume path)")
 dbutils.widgets.text("run_id", "", "Run to validate (the ingest task's run_id task value)")
 dbutils.widgets.text("full", "false", "Validate the whole table: true | false")
+dbutils.widgets.text("max_lag_records", "", "Fail above this Kafka lag in records (optional)")
+dbutils.widgets.text("max_staleness", "", "Fail when records wait and the newest is older (optional)")
 
 # Fails fast, naming every missing or empty widget.
 params = jobs.read_widgets(dbutils.widgets.get, jobs.VALIDATE_WIDGETS)

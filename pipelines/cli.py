@@ -89,7 +89,7 @@ def build_parser() -> argparse.ArgumentParser:
                         "continuous: a micro-batch every --interval until Ctrl-C")
     p.add_argument("--interval", default="10s", help="micro-batch interval for continuous")
     p.add_argument("--no-validate", action="store_true", help="skip post-run validation")
-    p = add("status", cmd_status, "table version, txn ids, checkpoint vs table offsets, counts")
+    p = add("status", cmd_status, "table version, txn ids, offsets, counts, Kafka lag, freshness")
     p.add_argument("--json", action="store_true", help="machine-readable output")
     p = add("validate", cmd_validate, "run the data-quality suites on the target table")
     p.add_argument("--full", action="store_true",

@@ -42,10 +42,14 @@ SASL_PASSWORD_KEY = "kafka-sasl-password"
 COMMON_WIDGETS = ("pipeline_name", "bootstrap_servers", "topics", "target", "quarantine",
                   "checkpoint", "quality_results", "run_metrics", "quality_docs")
 INGEST_WIDGETS = (*COMMON_WIDGETS, "trigger", "interval", "secret_scope", "sasl_mechanism")
-VALIDATE_WIDGETS = (*COMMON_WIDGETS, "run_id", "full")
+#: The validate task's optional lag and staleness thresholds (``quality.max_lag_records`` and
+#: ``quality.max_staleness``); empty: not checked.
+THRESHOLD_WIDGETS = ("max_lag_records", "max_staleness")
+VALIDATE_WIDGETS = (*COMMON_WIDGETS, "run_id", "full", *THRESHOLD_WIDGETS)
 MAINTENANCE_WIDGETS = (*COMMON_WIDGETS, "retain_hours")
 #: Widgets that may be empty; every other one must be set.
-OPTIONAL_WIDGETS = frozenset({"quarantine", "secret_scope", "sasl_mechanism", "run_id"})
+OPTIONAL_WIDGETS = frozenset({"quarantine", "secret_scope", "sasl_mechanism", "run_id",
+                              *THRESHOLD_WIDGETS})
 
 _LOGIN_MODULES = {
     "PLAIN": "org.apache.kafka.common.security.plain.PlainLoginModule",
@@ -148,7 +152,8 @@ def build_config(params: Mapping[str, str], secrets: SecretGetter | None = None)
         "checkpoint": params["checkpoint"],
         "quality": {"docs_dir": params["quality_docs"],
                     "results_path": r_path, "results_table": r_table,
-                    "metrics_path": m_path, "metrics_table": m_table},
+                    "metrics_path": m_path, "metrics_table": m_table,
+                    **{k: params[k] for k in THRESHOLD_WIDGETS if params.get(k, "").strip()}},
     }
     return parse_config(raw, source="notebook widgets")
 

@@ -23,6 +23,7 @@ from pipelines.errors import (
 )
 from pipelines.kafka import topics
 from pipelines.kafka.source import read_stream, starting_offsets
+from pipelines.lag import LagRecorder
 from pipelines.lease import Lease, single_writer
 from pipelines.resume import Resume, agree, recover
 from pipelines.sink.batch import BatchSink
@@ -32,6 +33,8 @@ from schemas import get_schema
 
 log = logging.getLogger("deltasink")
 Progress = Callable[[str], None]
+#: Reads a query's recent progress (each batch's lag); never raises.
+Harvest = Callable[[StreamingQuery], None]
 
 #: Failures of a Kafka client that mean "the broker is not answering": retry within the timeout.
 _TRANSIENT = ("TimeoutException", "Timed out waiting", "DisconnectException",
@@ -66,10 +69,12 @@ def run_pipeline(spark: SparkSession, config: PipelineConfig, *, trigger: str = 
     ensure_sink_tables(spark, config, schema)
     batches: list[BatchMetrics] = []
     recorder = None
+    harvest: Harvest | None = None
     if config.quality.enabled:  # per batch, so crashed and unvalidated runs are counted too
         from quality.recorder import MetricsRecorder
 
         recorder = MetricsRecorder(spark, config, say)  # never fails a committed batch
+        harvest = _harvester(LagRecorder(recorder.record_lags), say)
 
     def on_batch(metrics: BatchMetrics) -> None:
         batches.append(metrics)
@@ -84,7 +89,7 @@ def run_pipeline(spark: SparkSession, config: PipelineConfig, *, trigger: str = 
         if recorder is not None:
             recorder.backfill()  # rows of batches committed without one (crash, failed write)
         _stream(spark, config, run_id, trigger, interval, partitions, on_batch, say, resume,
-                lease)
+                lease, harvest)
     result = RunResult(config.name, run_id, tuple(batches))
     say(f"run {run_id} done: {len(batches)} batches, in={result.records_in} "
         f"inserted={result.inserted} quarantined={result.quarantined}")
@@ -96,7 +101,7 @@ def run_pipeline(spark: SparkSession, config: PipelineConfig, *, trigger: str = 
 def _stream(spark: SparkSession, config: PipelineConfig, run_id: str, trigger: str,
             interval: str, partitions: dict[str, list[int]],
             on_batch: Callable[[BatchMetrics], None], say: Progress,
-            resume: Resume, lease: Lease) -> None:
+            resume: Resume, lease: Lease, harvest: Harvest | None = None) -> None:
     outage: dict[str, float] = {}  # 'since': when the broker stopped answering
     failures: list[DeltasinkError] = []
     recoveries = 0
@@ -128,7 +133,7 @@ def _stream(spark: SparkSession, config: PipelineConfig, run_id: str, trigger: s
             writer = writer.trigger(processingTime=f"{parse_duration(interval)} seconds")
         query = writer.start()
         try:
-            _watch(query, config, outage)
+            _watch(query, config, outage, harvest)
             return
         except StreamingQueryException as exc:
             if failures and isinstance(failures[-1], CheckpointMismatchError) and recoveries < 2:
@@ -158,10 +163,28 @@ def _stream(spark: SparkSession, config: PipelineConfig, run_id: str, trigger: s
             say("interrupted: stopping after the current batch")
             query.stop()
             return
+        finally:
+            if harvest is not None:
+                harvest(query)  # the lag of the batches since the last look (or all of them)
+
+
+def _harvester(lags: LagRecorder, say: Progress) -> Harvest:
+    """Feed a query's recent progress to ``lags``; a failure warns once and never raises."""
+    warned: list[bool] = []
+
+    def harvest(query: StreamingQuery) -> None:
+        try:
+            lags(query.recentProgress)
+        except Exception as exc:  # bookkeeping must never fail the run
+            if not warned:
+                say(f"warning: could not read the lag from the query's progress ({exc})")
+                warned.append(True)
+
+    return harvest
 
 
 def _watch(query: StreamingQuery, config: PipelineConfig, outage: dict[str, float],
-           every: int = 5) -> None:
+           harvest: Harvest | None = None, every: int = 5) -> None:
     """Wait for the query to end, probing the broker every ``every`` s: Spark's source may hang.
 
     A paused or unreachable broker can leave a batch waiting inside Kafka client calls for
@@ -173,6 +196,8 @@ def _watch(query: StreamingQuery, config: PipelineConfig, outage: dict[str, floa
     """
     timeout = config.source.broker_timeout
     while not query.awaitTermination(every):
+        if harvest is not None:
+            harvest(query)  # a long-running query records its batches' lag as it goes
         probed = time.monotonic()
         try:
             topics.list_partitions(config.source, timeout=float(every))

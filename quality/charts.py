@@ -36,6 +36,33 @@ class RunTotals:
 
 
 @dataclass(frozen=True)
+class BatchPoint:
+    """One (non-replayed) batch on the time axis: its throughput, quarantine share and lag.
+
+    ``lag_records`` and the freshness ages are None for batches recorded before they existed
+    or backfilled from their commit.
+    """
+
+    at: datetime
+    records_in: int
+    quarantined: int
+    duration_s: float
+    lag_records: int | None = None
+    freshness_event_s: float | None = None
+    freshness_kafka_s: float | None = None
+
+    @property
+    def records_per_s(self) -> float:
+        """Records read per second of the batch's own wall time."""
+        return self.records_in / self.duration_s if self.duration_s > 0 else 0.0
+
+    @property
+    def quarantine_pct(self) -> float:
+        """The share of the batch's records quarantined, in percent."""
+        return 100.0 * self.quarantined / self.records_in if self.records_in else 0.0
+
+
+@dataclass(frozen=True)
 class VerdictTotals:
     """How one validation went: its time, table version and pass/fail counts."""
 
@@ -103,3 +130,38 @@ def duration_figure(runs: Sequence[RunTotals]) -> go.Figure:
     fig = _layout(fig, "Time in micro-batches per run", "seconds")
     fig.update_layout(barmode="group")
     return fig
+
+
+def _over_time(fig: go.Figure, title: str, y_title: str, y2_title: str) -> go.Figure:
+    fig = _layout(fig, title, y_title)
+    fig.update_xaxes(type="date", tickangle=0)
+    fig.update_layout(yaxis2={"title": y2_title, "overlaying": "y", "side": "right",
+                              "rangemode": "tozero"}, yaxis={"rangemode": "tozero"})
+    return fig
+
+
+def lag_figure(points: Sequence[BatchPoint]) -> go.Figure:
+    """Per batch, over time: Kafka lag in records (left) and freshness in seconds (right)."""
+    x = [p.at for p in points]
+    fig = go.Figure()
+    fig.add_scatter(name="lag (records)", x=x, y=[p.lag_records for p in points],
+                    mode="lines+markers", line={"color": "#1565c0"})
+    fig.add_scatter(name="now - newest Kafka timestamp (s)", x=x,
+                    y=[p.freshness_kafka_s for p in points], mode="lines+markers",
+                    line={"color": "#ef6c00", "dash": "dot"}, yaxis="y2")
+    fig.add_scatter(name="now - newest event_time (s)", x=x,
+                    y=[p.freshness_event_s for p in points], mode="lines+markers",
+                    line={"color": "#6a1b9a", "dash": "dot"}, yaxis="y2")
+    return _over_time(fig, "Lag and freshness per batch", "records behind", "seconds")
+
+
+def throughput_figure(points: Sequence[BatchPoint]) -> go.Figure:
+    """Per batch, over time: records/s (left) and the quarantined share in percent (right)."""
+    x = [p.at for p in points]
+    fig = go.Figure()
+    fig.add_scatter(name="records/s", x=x, y=[round(p.records_per_s, 1) for p in points],
+                    mode="lines+markers", line={"color": "#212121"})
+    fig.add_scatter(name="quarantined (%)", x=x, y=[round(p.quarantine_pct, 3) for p in points],
+                    mode="lines+markers", line={"color": FAIL_COLOR}, yaxis="y2")
+    return _over_time(fig, "Throughput and quarantine rate per batch", "records/s",
+                      "% quarantined")

@@ -10,13 +10,14 @@ rebuilt from the target commits' metadata at the next start (``quality/backfill.
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import replace
 
 from pyspark.sql import SparkSession
 
 from pipelines.config.model import PipelineConfig
 from pipelines.sink.metrics import BatchMetrics
 from quality.backfill import backfill_run_metrics
-from quality.results import write_run_metrics
+from quality.results import write_lags, write_run_metrics
 
 Say = Callable[[str], None]
 
@@ -62,6 +63,25 @@ class MetricsRecorder:
             self.say(f"run metrics recorded again: {len(rows)} rows written, including the "
                      "ones that failed before")
         self.pending, self.failing = [], False
+        return True
+
+    def record_lags(self, lags: dict[tuple[str, int], int]) -> bool:
+        """Fill the lag of recorded batches, ``(query_id, batch_id) -> lag`` (after the batches).
+
+        Rows still pending (their write failed) take their lag with them when written.
+
+        Returns:
+            Whether the lags were written.
+        """
+        self.pending = [replace(b, lag_records=lags.get((b.query_id, b.batch_id), b.lag_records))
+                        for b in self.pending]
+        try:
+            write_lags(self.spark, self.config, lags)
+        except Exception as exc:  # bookkeeping must never fail the run
+            self.say(f"warning: could not record the lag of {len(lags)} batches in "
+                     f"{self.config.quality.metrics_ref.describe()} ({cause(exc)}); their "
+                     "lag stays empty, the rest of their metrics is recorded")
+            return False
         return True
 
     def backfill(self) -> list[BatchMetrics]:

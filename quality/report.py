@@ -18,11 +18,14 @@ from pyspark.sql import Row, SparkSession
 
 from pipelines.config.model import PipelineConfig
 from quality.charts import (
+    BatchPoint,
     RunTotals,
     VerdictTotals,
     dropped_figure,
     duration_figure,
+    lag_figure,
     records_figure,
+    throughput_figure,
     verdicts_figure,
 )
 from quality.results import read_run_metrics, read_validation_results
@@ -61,6 +64,22 @@ def run_totals(rows: Sequence[Row]) -> list[RunTotals]:
     return sorted(runs, key=lambda r: r.started_at)
 
 
+def batch_points(rows: Sequence[Row]) -> list[BatchPoint]:
+    """One point per recorded (non-replayed) batch, oldest first (tables from before the lag
+    columns give points without lag and freshness)."""
+    points = []
+    for row in rows:
+        if row["replayed"]:
+            continue
+        got = row.asDict()
+        points.append(BatchPoint(
+            at=row["started_at"], records_in=row["records_in"], quarantined=row["quarantined"],
+            duration_s=row["duration_s"], lag_records=got.get("lag_records"),
+            freshness_event_s=got.get("freshness_event_s"),
+            freshness_kafka_s=got.get("freshness_kafka_s")))
+    return sorted(points, key=lambda p: p.at)
+
+
 def verdict_totals(rows: Sequence[Row]) -> list[VerdictTotals]:
     """Count passed and failed expectations per validated run, oldest first."""
     by_run: dict[str, list[Row]] = defaultdict(list)
@@ -92,13 +111,15 @@ def render_html(config: PipelineConfig, metrics: Sequence[Row], results: Sequenc
                 docs_link: str) -> str:
     """The dashboard page for already-read metrics and result rows."""
     runs, verdicts = run_totals(metrics), verdict_totals(results)
+    points = batch_points(metrics)
     sections: list[str] = []
     plotly_js: bool | str = True  # embed plotly.js once, in the first chart
     if not runs and not verdicts:
         sections.append('<div class="empty"><h2>No runs yet</h2><p>Run the pipeline; its '
                         "batches and validation verdicts will appear here.</p></div>")
     charts = ((records_figure(runs), runs), (dropped_figure(runs), runs),
-              (verdicts_figure(verdicts), verdicts), (duration_figure(runs), runs))
+              (verdicts_figure(verdicts), verdicts), (duration_figure(runs), runs),
+              (lag_figure(points), points), (throughput_figure(points), points))
     for fig, present in charts:
         if present:
             sections.append(fig.to_html(full_html=False, include_plotlyjs=plotly_js,
@@ -123,8 +144,10 @@ def write_report(spark: SparkSession, config: PipelineConfig, out: Path | None =
     """Write the static HTML dashboard for a pipeline.
 
     Shows, per run, records in / inserted / duplicates dropped (in batch and by merge) /
-    quarantined, the validation verdicts over time, the latest failures and a link to the Data
-    Docs index. Works with missing or empty tables (the page then says there are no runs yet).
+    quarantined, the validation verdicts over time, per batch over time the Kafka lag,
+    freshness, throughput (records/s) and quarantine rate, the latest failures and a link to
+    the Data Docs index. Works with missing or empty tables (the page then says there are no
+    runs yet).
 
     Args:
         spark: the session.

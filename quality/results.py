@@ -82,6 +82,14 @@ METRICS_SCHEMA = StructType([
     StructField("stage_seconds", StringType(), True),
     StructField("recorded_at", TimestampType(), False),
     StructField("duplicates_other_date", LongType(), True),
+    # Lag and freshness (issue 13): nullable, added to older tables by ALTER before a write.
+    StructField("newest_event_time", TimestampType(), True),
+    StructField("newest_kafka_timestamp", TimestampType(), True),
+    StructField("freshness_event_s", DoubleType(), True),
+    StructField("freshness_kafka_s", DoubleType(), True),
+    StructField("latency_p50_s", DoubleType(), True),
+    StructField("latency_p99_s", DoubleType(), True),
+    StructField("lag_records", LongType(), True),
 ])
 METRICS_KEY = ("pipeline", "query_id", "batch_id")
 METRICS_PARTITION = ("pipeline",)
@@ -172,6 +180,55 @@ def write_run_metrics(
     rows = [{**b.as_row(), "recorded_at": now} for b in batches if not b.replayed]
     insert_new(spark, config.quality.metrics_ref, METRICS_SCHEMA, rows, METRICS_KEY,
                METRICS_PARTITION)
+
+
+def write_lags(spark: SparkSession, config: PipelineConfig,
+               lags: dict[tuple[str, int], int]) -> None:
+    """Fill ``lag_records`` of recorded batches, keyed ``(query_id, batch_id) -> lag``.
+
+    Only rows whose lag is still null are updated, so filling twice changes nothing; a batch
+    whose row is not recorded (yet) is skipped. Like the inserts, the MERGE names the
+    pipeline's partition as a literal, so other pipelines' writes do not conflict with it.
+    """
+    if not lags:
+        return
+    ref = config.quality.metrics_ref
+    schema = StructType([StructField("query_id", StringType(), False),
+                         StructField("batch_id", LongType(), False),
+                         StructField("lag_records", LongType(), False)])
+    rows = [(q, b, lag) for (q, b), lag in sorted(lags.items())]
+    on = ((F.col("t.pipeline") == F.lit(config.name)) & (F.col("t.query_id") == F.col("s.query_id"))
+          & (F.col("t.batch_id") == F.col("s.batch_id")))
+
+    def fill() -> None:
+        if not ref.exists(spark):  # no row written yet: the rows get their lag when written
+            return
+        add_missing_columns(spark, ref, (("lag_records", "bigint"),))
+        (ref.delta(spark).alias("t").merge(spark.createDataFrame(rows, schema).alias("s"), on)
+         .whenMatchedUpdate(condition=F.col("t.lag_records").isNull(),
+                            set={"lag_records": F.col("s.lag_records")}).execute())
+
+    with_conflict_retry(fill, retries=_RETRIES, what=f"recording lags into {ref.describe()}",
+                        backoff=0.2, aftermath=_AFTERMATH)
+
+
+def newest_inserted(spark: SparkSession, config: PipelineConfig
+                    ) -> tuple[datetime | None, datetime | None]:
+    """The newest ``event_time`` and Kafka timestamp this pipeline's batches inserted (UTC).
+
+    Read from the run-metrics table (a few rows per run), not from the target. ``(None, None)``
+    when nothing is recorded, or the table predates these columns.
+    """
+    df = _read(spark, config.quality.metrics_ref)
+    if df is None or "newest_kafka_timestamp" not in df.columns:
+        return None, None
+    row = df.where(df.pipeline == config.name).agg(
+        F.max(F.unix_micros("newest_event_time")).alias("e"),
+        F.max(F.unix_micros("newest_kafka_timestamp")).alias("k")).first()
+    if row is None:
+        return None, None
+    return tuple(None if v is None else datetime.fromtimestamp(v / 1e6, UTC)  # type: ignore[return-value]
+                 for v in (row["e"], row["k"]))
 
 
 def _read(spark: SparkSession, ref: TableRef) -> DataFrame | None:

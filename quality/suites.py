@@ -6,7 +6,11 @@ Two kinds of checks exist:
   the dedup key is unique and not null, every schema column is present, required fields are not
   null, and no ``event_time`` lies further in the future than ``quality.max_future_skew``;
 * the **quarantine share** of a run, computed from the run's own counts (it is not a property of
-  the target table): ``quarantined / records_in <= quality.max_quarantine_ratio``.
+  the target table): ``quarantined / records_in <= quality.max_quarantine_ratio``;
+* **lag and staleness**, when ``quality.max_lag_records`` / ``quality.max_staleness`` are set:
+  what Kafka holds past the target's newest commit, asked of Kafka at validation time (so a
+  stopped pipeline with a backlog fails them), and the age of the newest Kafka timestamp
+  inserted while records wait.
 """
 
 from __future__ import annotations
@@ -30,12 +34,17 @@ from great_expectations.expectations.core.expect_compound_columns_to_be_unique i
 from great_expectations.expectations.expectation import Expectation
 
 from pipelines.config.model import PipelineConfig
+from pipelines.lag import Lag
 from pipelines.sink.metrics import RunResult
 from quality.model import ExpectationOutcome
 from schemas import EventSchema, get_schema
 
 #: The expectation name of the quarantine-share check (it is computed, not run by GX).
 QUARANTINE_EXPECTATION = "expect_quarantine_ratio_below_threshold"
+
+#: The expectation names of the lag and staleness checks (computed, not run by GX).
+LAG_EXPECTATION = "expect_kafka_lag_within_threshold"
+STALENESS_EXPECTATION = "expect_ingestion_not_stale"
 
 #: The column that holds each row's partition date; uniqueness is also checked per partition.
 DATE_COLUMN = "event_date"
@@ -120,3 +129,43 @@ def run_quarantine_outcome(run: RunResult, config: PipelineConfig) -> Expectatio
         The outcome of :func:`quarantine_outcome` for the run's counts.
     """
     return quarantine_outcome(run.records_in, run.quarantined, config.quality.max_quarantine_ratio)
+
+
+def lag_outcome(lag: Lag, max_records: int) -> ExpectationOutcome:
+    """Check that Kafka holds at most ``max_records`` records the target has not.
+
+    An unknown lag (Kafka unreachable) fails: a stopped pipeline must not pass for lack of an
+    answer. ``unexpected_count`` is the lag when the check fails.
+    """
+    if lag.records is None:
+        return ExpectationOutcome(LAG_EXPECTATION, None, False,
+                                  f"lag {lag.describe()} (max {max_records} records)")
+    success = lag.records <= max_records
+    return ExpectationOutcome(LAG_EXPECTATION, None, success,
+                              f"lag {lag.describe()} (max {max_records} records)",
+                              unexpected_count=0 if success else lag.records)
+
+
+def staleness_outcome(lag: Lag, newest_kafka: datetime | None, now: datetime,
+                      max_seconds: float) -> ExpectationOutcome:
+    """Check that no record has waited in Kafka longer than ``max_seconds`` past the newest one
+    inserted: ``now - newest Kafka timestamp inserted <= max_seconds`` unless nothing waits.
+
+    A pipeline with nothing to read (lag 0) passes however old its data: the topic is quiet.
+    ``unexpected_count`` is the lag when the check fails (0 if unknown).
+    """
+    limit = f"(max {max_seconds:g}s)"
+    if lag.records == 0:
+        return ExpectationOutcome(STALENESS_EXPECTATION, None, True,
+                                  f"caught up: Kafka holds no unread record {limit}")
+    waiting = lag.records or 0
+    if newest_kafka is None:
+        return ExpectationOutcome(STALENESS_EXPECTATION, None, False,
+                                  f"nothing inserted yet; lag {lag.describe()} {limit}",
+                                  unexpected_count=waiting)
+    age = (now - newest_kafka).total_seconds()
+    success = age <= max_seconds
+    return ExpectationOutcome(
+        STALENESS_EXPECTATION, None, success,
+        f"staleness {age:.0f}s: newest Kafka timestamp inserted {newest_kafka:%Y-%m-%d %H:%M:%S} "
+        f"UTC; lag {lag.describe()} {limit}", unexpected_count=0 if success else waiting)

@@ -1,9 +1,9 @@
 """Validate a pipeline's target table: the public entry point of the quality layer.
 
 :func:`validate_table` reads the target at one recorded Delta version, runs the target suite on
-the selected partitions (or the whole table), adds the run's quarantine-share check, records the
-verdicts in the quality-results table and rebuilds Data Docs. Failed expectations are reported,
-never raised: the caller decides what a failure means.
+the selected partitions (or the whole table), adds the run's quarantine-share check and the
+configured lag/staleness checks, records the verdicts in the quality-results table and rebuilds
+Data Docs. Failed expectations are reported, never raised: the caller decides what they mean.
 """
 
 from __future__ import annotations
@@ -22,8 +22,14 @@ from pipelines.sink.metrics import RunResult
 from pipelines.tables import TableRef
 from quality.gx_runner import run_suite
 from quality.model import ExpectationOutcome, ValidationReport
-from quality.results import write_validation_results
-from quality.suites import DATE_COLUMN, run_quarantine_outcome, target_suite
+from quality.results import newest_inserted, write_validation_results
+from quality.suites import (
+    DATE_COLUMN,
+    lag_outcome,
+    run_quarantine_outcome,
+    staleness_outcome,
+    target_suite,
+)
 
 
 def latest_version(spark: SparkSession, ref: TableRef) -> int:
@@ -49,6 +55,28 @@ def select_rows(
     return df.where(F.col(DATE_COLUMN).isin(sorted(set(dates))))
 
 
+def freshness_outcomes(spark: SparkSession, config: PipelineConfig,
+                       now: datetime) -> list[ExpectationOutcome]:
+    """The lag and staleness checks that ``quality.max_lag_records`` / ``max_staleness`` ask for.
+
+    The lag is asked of Kafka now (``pipelines.lag.current_lag``), not read from the last
+    batch: a pipeline that stopped with a backlog has no batch that would show it.
+    """
+    quality = config.quality
+    if quality.max_lag_records is None and quality.max_staleness is None:
+        return []
+    from pipelines.lag import current_lag
+
+    lag = current_lag(spark, config)
+    out = []
+    if quality.max_lag_records is not None:
+        out.append(lag_outcome(lag, quality.max_lag_records))
+    if quality.max_staleness is not None:
+        out.append(staleness_outcome(lag, newest_inserted(spark, config)[1], now,
+                                     quality.max_staleness))
+    return out
+
+
 def validate_table(
     spark: SparkSession,
     config: PipelineConfig,
@@ -71,6 +99,9 @@ def validate_table(
         dates: the ``event_date`` partitions to validate; defaults to ``run.event_dates``.
         run: the run being validated; adds the quarantine-share check and provides the run id.
             Without it the report gets an ad-hoc id (``adhoc-<uuid>``).
+
+    The lag and staleness checks (:func:`freshness_outcomes`) are added whenever their
+    thresholds are set, with or without target rows.
 
     Returns:
         The report (``success=False`` if any expectation failed). With no dates, ``full=False``
@@ -97,6 +128,7 @@ def validate_table(
     results: list[ExpectationOutcome] = list(outcomes)
     if run is not None:
         results.append(run_quarantine_outcome(run, config))
+    results.extend(freshness_outcomes(spark, config, validated_at))
 
     report = ValidationReport(
         run_id=run_id,

@@ -128,6 +128,13 @@ class QualityConfig(BaseModel):
     metrics_table: str | None = None
     max_quarantine_ratio: float = Field(0.01, ge=0, le=1)
     max_future_skew: float = 3600.0
+    max_lag_records: int | None = Field(None, ge=0)
+    """Fail validation when Kafka holds more records than this past the target's newest
+    commit (all partitions together). None (the default): not checked."""
+    max_staleness: float | None = Field(None, gt=0)
+    """Fail validation when Kafka holds unread records and the newest Kafka timestamp inserted
+    is older than this (a duration: ``15m``, ``2h``). A caught-up pipeline on a quiet topic is
+    never stale. None (the default): not checked."""
 
     _seconds = field_validator("max_future_skew", mode="before")(parse_duration)
 
@@ -137,6 +144,11 @@ class QualityConfig(BaseModel):
             if not (getattr(self, f"{table}_path") or getattr(self, f"{table}_table")):
                 raise ValueError(f"set quality.{table}_path or quality.{table}_table")
         return self
+
+    @field_validator("max_staleness", mode="before")
+    @classmethod
+    def _optional_seconds(cls, value: object) -> float | None:
+        return None if value is None else parse_duration(value)
 
     @property
     def results_ref(self) -> TableRef:

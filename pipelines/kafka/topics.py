@@ -147,3 +147,30 @@ def deleted_offsets(source: SourceConfig, expected: Mapping[str, Mapping[int, in
     finally:
         consumer.close()
     return gone
+
+
+def watermarks(source: SourceConfig, partitions: Mapping[str, list[int]],
+               timeout: float = 10.0) -> dict[tuple[str, int], tuple[int, int]]:
+    """The earliest and the next offset Kafka has, per partition (one client, no group).
+
+    Raises:
+        BrokerError: a watermark request failed (broker down or a partition without a leader).
+    """
+    from confluent_kafka import Consumer, KafkaException, TopicPartition
+
+    consumer = Consumer({**client_config(source.bootstrap_servers, source.kafka_options()),
+                         "group.id": "deltasink-lag", "enable.auto.commit": False})
+    out: dict[tuple[str, int], tuple[int, int]] = {}
+    try:
+        for topic, numbers in partitions.items():
+            for partition in numbers:
+                try:
+                    low, high = consumer.get_watermark_offsets(
+                        TopicPartition(topic, partition), timeout=timeout)
+                except KafkaException as exc:
+                    raise BrokerError(f"Kafka at {source.bootstrap_servers} did not report the "
+                                      f"offsets of {topic}[{partition}] ({exc})") from None
+                out[(topic, partition)] = (int(low), int(high))
+    finally:
+        consumer.close()
+    return out

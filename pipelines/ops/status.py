@@ -1,7 +1,8 @@
-"""``deltasink status``: the table version, txn ids, checkpoint vs table offsets, row counts."""
+"""``deltasink status``: table version, txn ids, checkpoint vs table offsets, counts, lag."""
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
 from typing import Any
 
 from pyspark.sql import SparkSession
@@ -37,7 +38,28 @@ def collect_status(spark: SparkSession, config: PipelineConfig) -> dict[str, Any
     except CheckpointError as exc:
         out["checkpoint"] = {"location": config.checkpoint, "error": str(exc)}
     out["in_sync"] = out["checkpoint"].get("offsets") == out["table_offsets"]
+    out.update(lag_and_freshness(spark, config))
     return out
+
+
+def lag_and_freshness(spark: SparkSession, config: PipelineConfig,
+                      now: datetime | None = None) -> dict[str, Any]:
+    """The lag now (asked of Kafka) and the age of the newest event and Kafka timestamp inserted
+    (from the run-metrics table)."""
+    from pipelines.lag import current_lag
+    from quality.results import newest_inserted
+
+    now = now or datetime.now(UTC)
+    lag = current_lag(spark, config, timeout=5.0)
+    event, kafka = newest_inserted(spark, config) if config.quality.enabled else (None, None)
+    return {"lag": {"records": lag.records, "describe": lag.describe(),
+                    "partitions": {f"{t}[{p}]": n for (t, p), n in sorted(lag.partitions.items())}},
+            "freshness": {"newest_event_time": event, "newest_kafka_timestamp": kafka,
+                          "event_s": _age(now, event), "kafka_s": _age(now, kafka)}}
+
+
+def _age(now: datetime, then: datetime | None) -> float | None:
+    return None if then is None else round((now - then).total_seconds(), 1)
 
 
 def _offsets(offsets: dict[str, dict[int, int]]) -> dict[str, dict[str, int]]:
@@ -68,4 +90,11 @@ def format_status(status: dict[str, Any]) -> list[str]:
             lines.append(f"offsets         {topic}[{p}]  checkpoint={c}  table={t}")
     lines.append("in sync         " + ("yes" if status["in_sync"] else
                                        "no (the next run replays or resumes; nothing is lost)"))
+    if "lag" in status:
+        lines.append(f"lag             {status['lag']['describe']} in Kafka not yet in the target")
+        fresh = status["freshness"]
+        lines.append("freshness       " + (
+            "nothing inserted yet (or not recorded)" if fresh["kafka_s"] is None else
+            f"newest event_time inserted {fresh['event_s']:.0f}s ago, newest Kafka timestamp "
+            f"inserted {fresh['kafka_s']:.0f}s ago"))
     return lines

@@ -22,6 +22,7 @@ from pipelines import faults
 from pipelines.config.model import DATE_COLUMN, PipelineConfig
 from pipelines.errors import CheckpointError
 from pipelines.reconcile import check_not_restored, prove_replay
+from pipelines.sink import freshness
 from pipelines.sink.commit import (
     app_id_for,
     commit_metadata,
@@ -126,7 +127,9 @@ class BatchSink:
             mark = time.monotonic()
             key = self.config.target.dedup_key
             deduped = materialize(dedup_on_key(valid_events(classified, self.schema), key))
-            unique, values = partition_values(deduped, self.config.target.partition_by)
+            observed, seen = freshness.observe(deduped, self.schema.time_field)
+            unique, values = partition_values(observed, self.config.target.partition_by)
+            fresh = freshness.read(seen)  # came back with that job: no job of its own
             stages["dedup"] = time.monotonic() - mark
 
             mark = time.monotonic()
@@ -149,6 +152,7 @@ class BatchSink:
             release(deduped)
 
         valid = records_in - quarantined
+        ended = datetime.now(UTC)
         self.on_batch(BatchMetrics(
             pipeline=self.config.name, run_id=self.run_id, query_id=query_id,
             batch_id=batch_id, records_in=records_in, quarantined=quarantined,
@@ -158,7 +162,11 @@ class BatchSink:
             inserted=outcome.inserted, duration_s=time.monotonic() - start,
             started_at=started_at, replayed=not outcome.committed,
             event_dates=tuple(sorted(d for d in values.get("event_date", []) if d)),
-            stage_seconds=stages))
+            stage_seconds=stages, newest_event_time=fresh.newest_event_time,
+            newest_kafka_timestamp=fresh.newest_kafka_timestamp,
+            freshness_event_s=_age(ended, fresh.newest_event_time),
+            freshness_kafka_s=_age(ended, fresh.newest_kafka_timestamp),
+            latency_p50_s=fresh.latency_p50_s, latency_p99_s=fresh.latency_p99_s))
 
     def _merge_quarantine(self, spark: SparkSession, classified: DataFrame, batch_id: int,
                           app_id: str, lo: int, hi: int) -> MergeOutcome:
@@ -209,3 +217,7 @@ class BatchSink:
                                         self.config.target.dedup_window)
         stages["other_date"] = time.monotonic() - mark
         return found
+
+
+def _age(now: datetime, then: datetime | None) -> float | None:
+    return None if then is None else (now - then).total_seconds()

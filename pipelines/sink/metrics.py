@@ -20,6 +20,15 @@ class BatchMetrics:
     every batch that was not a replay. A replayed batch (``replayed=True``) changed nothing.
     ``duplicates_other_date`` is the part of ``duplicates_by_merge`` whose key was already in the
     target only under another ``event_date`` (caught by ``target.dedup_window``; 0 without it).
+
+    Freshness (``pipelines/sink/freshness.py``), observed on the rows offered to the MERGE:
+    ``newest_event_time`` / ``newest_kafka_timestamp`` are the newest of those rows, and
+    ``freshness_event_s`` / ``freshness_kafka_s`` the batch's end minus them;
+    ``latency_p50_s`` / ``latency_p99_s`` are percentiles of ``ingested_at - kafka_timestamp``.
+    ``lag_records`` is what Kafka held past the batch's end offsets when Spark planned it
+    (``latestOffset - endOffset`` in the query's progress, summed over partitions); the
+    progress exists only once the batch is over, so it is filled in afterwards
+    (``pipelines/lag.py``). All are None for a batch without rows and for backfilled rows.
     """
 
     pipeline: str
@@ -38,6 +47,13 @@ class BatchMetrics:
     event_dates: tuple[date, ...] = ()
     stage_seconds: dict[str, float] = field(default_factory=dict)
     duplicates_other_date: int = 0
+    newest_event_time: datetime | None = None
+    newest_kafka_timestamp: datetime | None = None
+    freshness_event_s: float | None = None
+    freshness_kafka_s: float | None = None
+    latency_p50_s: float | None = None
+    latency_p99_s: float | None = None
+    lag_records: int | None = None
 
     def as_row(self) -> dict[str, Any]:
         """A flat dict for a Delta row (event dates and stage timings become strings/JSON)."""

@@ -183,6 +183,17 @@ def test_continuous_variant_streams_and_has_no_schedule(bundle: LoadedBundle) ->
     assert "max_retries" not in task
 
 
+def test_validate_task_takes_the_lag_thresholds_off_by_default(bundle: LoadedBundle) -> None:
+    job = resolved(bundle, "prod")["resources"]["jobs"]["deltasink_ingest"]
+    validate = next(t for t in job["tasks"] if t["task_key"] == "validate")
+    params = validate["notebook_task"]["base_parameters"]
+    assert job["email_notifications"]["on_failure"]  # a breach fails the task: someone is mailed
+    off = entry.build_config(params).quality
+    assert (off.max_lag_records, off.max_staleness) == (None, None)
+    on = entry.build_config({**params, "max_lag_records": "5000", "max_staleness": "30m"})
+    assert (on.quality.max_lag_records, on.quality.max_staleness) == (5000, 1800.0)
+
+
 def test_all_tasks_build_the_same_pipeline_on_unity_catalog(bundle: LoadedBundle) -> None:
     config = resolved(bundle, "prod")
     catalog, schema = config["variables"]["catalog"], config["variables"]["schema"]

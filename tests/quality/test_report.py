@@ -5,6 +5,7 @@ from __future__ import annotations
 import functools
 import re
 import subprocess
+from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
@@ -58,7 +59,9 @@ def recorded(spark: SparkSession, config: PipelineConfig) -> PipelineConfig:
     write_run_metrics(spark, config, [
         batch("run-1", 0, records_in=1000, quarantined=4, started=start),
         batch("run-1", 1, records_in=500, started=start + timedelta(seconds=30)),
-        batch("run-2", 2, records_in=800, quarantined=40, started=start + timedelta(hours=1)),
+        replace(batch("run-2", 2, records_in=800, quarantined=40,
+                      started=start + timedelta(hours=1)),
+                lag_records=250, freshness_kafka_s=3.5, freshness_event_s=4.0),
         batch("run-2", 1, records_in=500, replayed=True, started=start + timedelta(hours=1)),
     ])
     write_validation_results(spark, config, report("run-1"))
@@ -76,14 +79,16 @@ def test_report_shows_runs_verdicts_and_docs_link(
     text = page.read_text(encoding="utf-8")
     for title in ("Records in and inserted per run", "Records dropped per run",
                   "Validation verdicts", "duplicates dropped by merge",
-                  "quarantined", "inserted", "records in"):
+                  "quarantined", "inserted", "records in", "Lag and freshness per batch",
+                  "lag (records)", "now - newest Kafka timestamp (s)",
+                  "Throughput and quarantine rate per batch", "quarantined (%)"):
         assert title in text, title
     assert 'href="docs/index.html"' in text
     assert "Latest validation failed" in text and "expect_column_values_to_be_unique" in text
     assert "2 runs" in text and "2 validations" in text
     assert "No runs yet" not in text
     assert "<script src=" not in text  # plotly.js is inline: no CDN, no network needed
-    assert text.count("Plotly.newPlot") == 4
+    assert text.count("Plotly.newPlot") == 6
 
 
 def test_report_without_tables_says_no_runs_yet(
@@ -107,7 +112,7 @@ def test_report_renders_in_headless_chromium(
     screenshot = chromium(page, tmp_path, f"--screenshot={shot}")
 
     assert dom.returncode == 0, dom.stderr[-2000:]
-    assert dom.stdout.count('class="plot-container plotly"') == 4, "four charts rendered"
+    assert dom.stdout.count('class="plot-container plotly"') == 6, "six charts rendered"
     assert "js-plotly-plot" in dom.stdout and 'class="main-svg"' in dom.stdout
     assert "bars" in dom.stdout  # bar traces drawn into the SVG
     assert console_errors(dom.stderr + screenshot.stderr) == []

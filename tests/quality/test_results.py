@@ -8,13 +8,18 @@ from datetime import UTC, datetime
 
 import pytest
 from pyspark.sql import SparkSession
+from pyspark.sql.types import StructType
 
 from pipelines.config.model import PipelineConfig
 from quality import results
 from quality.model import ExpectationOutcome, ValidationReport
 from quality.results import (
+    METRICS_PARTITION,
+    METRICS_SCHEMA,
+    newest_inserted,
     read_run_metrics,
     read_validation_results,
+    write_lags,
     write_run_metrics,
     write_validation_results,
 )
@@ -157,3 +162,30 @@ def test_pipelines_racing_to_create_the_metrics_table_lose_no_row(
     rows = config.quality.metrics_ref.read(spark).collect()
     assert sorted((r["pipeline"], r["batch_id"]) for r in rows) == sorted(
         (p, i) for p in ("orders_a", "orders_b", "orders_c") for i in range(3))
+
+
+def test_an_older_metrics_table_gains_the_lag_columns_and_lags_fill_once(
+    spark: SparkSession, config: PipelineConfig
+) -> None:
+    new = {"newest_event_time", "newest_kafka_timestamp", "freshness_event_s",
+           "freshness_kafka_s", "latency_p50_s", "latency_p99_s", "lag_records"}
+    older = StructType([f for f in METRICS_SCHEMA.fields if f.name not in new])
+    ref = config.quality.metrics_ref
+    ref.create_if_missing(spark, older, METRICS_PARTITION)
+    old_row = {k: v for k, v in batch("run-0", 0).as_row().items() if k not in new}
+    spark.createDataFrame([{**old_row, "recorded_at": datetime.now(UTC)}], older) \
+        .write.format("delta").mode("append").save(str(config.quality.metrics_path))
+
+    write_lags(spark, config, {("q-1", 0): 5})  # fills the old row: ALTER first
+    fresh = replace(batch("run-1", 1), latency_p50_s=0.2, latency_p99_s=0.9,
+                    newest_kafka_timestamp=datetime(2026, 11, 21, 8, 0, tzinfo=UTC))
+    write_run_metrics(spark, config, [fresh])
+    write_lags(spark, config, {("q-1", 1): 7, ("q-9", 4): 1})  # no row for q-9: skipped
+    write_lags(spark, config, {("q-1", 1): 99})  # already filled: kept
+
+    rows = {r["batch_id"]: r for r in read_run_metrics(spark, config)}
+    assert new <= set(rows[0].asDict())
+    assert (rows[0]["lag_records"], rows[0]["latency_p99_s"]) == (5, None)
+    assert (rows[1]["lag_records"], rows[1]["latency_p50_s"], rows[1]["latency_p99_s"]) == (
+        7, 0.2, 0.9)
+    assert newest_inserted(spark, config) == (None, datetime(2026, 11, 21, 8, 0, tzinfo=UTC))

@@ -1,0 +1,127 @@
+"""Kafka lag: per batch from the query's progress, and now from Kafka for status and validate.
+
+**Per batch.** A batch's lag is the records Kafka held past the batch's end offsets when Spark
+planned it: ``latestOffset - endOffset`` of the source in the query's progress (the Kafka source
+reports its latest offsets there, so this needs no Kafka call of ours). The progress of batch N
+is built only after its ``foreachBatch`` returned, which is where its metrics row is written, so
+the lag cannot go into that row from inside the batch. Instead :class:`LagRecorder` reads
+``StreamingQuery.recentProgress`` from the driver thread that waits for the query (every few
+seconds, and once when the query ends) and fills ``lag_records`` of the rows already written, in
+one small MERGE per call: nothing is added to the batch itself, and a failure only warns. Why not
+a ``StreamingQueryListener``: its callbacks run on Spark's listener bus, asynchronously, and may
+still be pending when an available-now query returns; ``recentProgress`` is already complete.
+A row whose lag is never filled (the process died first, or the row was backfilled from its
+commit) keeps a null lag.
+
+**Now.** A stopped pipeline has no progress: :func:`current_lag` compares the offsets of the
+target's newest sink commit with the partitions' end offsets in Kafka (a watermark request per
+partition; Kafka transaction markers count as records, so read_committed topics over-count by a
+few).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+from pyspark.sql import SparkSession
+
+from pipelines import state
+from pipelines.config.model import PipelineConfig
+from pipelines.errors import BrokerError
+from pipelines.kafka import topics
+
+
+def progress_lags(progresses: Iterable[Any]) -> dict[tuple[str, int], int]:
+    """``(query id, batch id) -> lag`` of every batch that read rows, from progress objects.
+
+    Args:
+        progresses: ``StreamingQueryProgress`` objects (``StreamingQuery.recentProgress``).
+    """
+    out: dict[tuple[str, int], int] = {}
+    for progress in progresses:
+        if not progress.numInputRows:  # an idle trigger: no batch, no metrics row
+            continue
+        lag = 0
+        for source in progress.sources:
+            latest, end = _offsets(source.latestOffset), _offsets(source.endOffset)
+            lag += sum(max(0, latest[tp] - end.get(tp, latest[tp])) for tp in latest)
+        out[(str(progress.id), int(progress.batchId))] = lag
+    return out
+
+
+def _offsets(text: str | None) -> dict[tuple[str, int], int]:
+    try:
+        parsed = json.loads(text) if text else {}
+    except ValueError:
+        return {}
+    if not isinstance(parsed, dict):
+        return {}
+    return {(t, int(p)): int(o) for t, ps in parsed.items() if isinstance(ps, dict)
+            for p, o in ps.items()}
+
+
+@dataclass
+class LagRecorder:
+    """Hands each batch's lag to ``write`` once its progress is known (see the module doc)."""
+
+    write: Callable[[dict[tuple[str, int], int]], object]
+    done: set[tuple[str, int]] = field(default_factory=set)
+
+    def __call__(self, progresses: Iterable[Any]) -> None:
+        """Write the lags of batches not written before (no call if there are none)."""
+        seen = progress_lags(progresses)
+        new = {k: v for k, v in seen.items() if k not in self.done}
+        if new:
+            self.write(new)
+        # recentProgress is a sliding window: forget what left it, so a long run stays small.
+        self.done = (self.done | set(new)) & set(seen)
+
+
+@dataclass(frozen=True)
+class Lag:
+    """How many records Kafka holds that the target has not, now.
+
+    Attributes:
+        records: the total, None when Kafka could not be asked.
+        partitions: ``(topic, partition) -> records`` behind.
+        error: why Kafka could not be asked.
+    """
+
+    records: int | None
+    partitions: dict[tuple[str, int], int] = field(default_factory=dict)
+    error: str | None = None
+
+    def describe(self) -> str:
+        """One line: the total, then the partitions that lag (at most five)."""
+        if self.records is None:
+            return f"unknown ({self.error})"
+        behind = sorted(((n, tp) for tp, n in self.partitions.items() if n), reverse=True)
+        parts = ", ".join(f"{t}[{p}] {n}" for n, (t, p) in behind[:5])
+        more = f", +{len(behind) - 5} more" if len(behind) > 5 else ""
+        return f"{self.records} records" + (f" ({parts}{more})" if parts else "")
+
+
+def current_lag(spark: SparkSession, config: PipelineConfig, timeout: float = 10.0) -> Lag:
+    """Kafka's end offsets minus the offsets of the target's newest commit, per partition.
+
+    A partition the target has not recorded yet counts from its earliest offset
+    (``starting_offsets: earliest``) or not at all (``latest``). Never raises for Kafka: an
+    unreachable broker gives ``records=None`` and the reason.
+    """
+    target = config.target.ref
+    recorded = (state.recorded_offsets(spark, target, config.name)
+                if target.exists(spark) else None) or {}
+    try:
+        marks = topics.watermarks(config.source,
+                                  topics.list_partitions(config.source, timeout), timeout)
+    except BrokerError as exc:
+        return Lag(None, error=str(exc))
+    behind: dict[tuple[str, int], int] = {}
+    for (topic, partition), (low, high) in marks.items():
+        start = low if config.source.starting_offsets == "earliest" else high
+        done = recorded.get(topic, {}).get(partition, start)
+        behind[(topic, partition)] = max(0, high - max(done, low))
+    return Lag(sum(behind.values()), behind)
