@@ -64,7 +64,7 @@ def test_a_dead_process_on_this_host_releases_its_lease_at_once(
     lease.verify(0)
 
 
-@pytest.mark.slow
+@pytest.mark.chaos  # long: in `make chaos`, kept out of the 25-minute `make test`
 def test_two_writers_on_one_checkpoint_from_two_machines(
         spark: SparkSession, broker: EmbeddedBroker, lake: Path,
         monkeypatch: pytest.MonkeyPatch) -> None:

@@ -76,7 +76,7 @@ def _kill_one_executor_when_ready(pause: Path, killed: list[int], stop: threadin
         time.sleep(0.5)
 
 
-@pytest.mark.slow
+@pytest.mark.chaos  # long: in `make chaos`, kept out of the 25-minute `make test`
 def test_local_cluster_run_survives_a_sigkilled_executor_mid_batch(
         spark: SparkSession, broker: EmbeddedBroker, lake: Path) -> None:
     topic = f"cluster-{uuid.uuid4().hex[:8]}"
