@@ -106,3 +106,9 @@ def test_search_looks_no_further_back_than_its_limit(spark: SparkSession, lake: 
     assert state.search(spark, ref, mine, window=2, limit=5) is None
     found = state.search(spark, ref, mine, window=2, limit=6)
     assert found is not None and found.version == 1
+
+
+def test_a_table_not_created_yet_has_no_commits(spark: SparkSession, lake: Path) -> None:
+    ref = TableRef(path=str(lake / "not_yet"))
+    assert state.sink_commits(spark, ref) == []
+    assert state.recorded_offsets(spark, ref, "p") is None
