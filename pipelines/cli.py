@@ -80,6 +80,10 @@ def build_parser() -> argparse.ArgumentParser:
                    help="extra copies of events, as a share of --count (0.1 = 10%%)")
     p.add_argument("--poison-rate", type=float, default=0.0, metavar="R",
                    help="unparseable records, as a share of --count, of every poison kind")
+    p.add_argument("--legacy-rate", type=float, default=0.0, metavar="R",
+                   help="extra events in an old producer's format (no event_type, "
+                        "dd.MM.yyyy times), as a share of --count: events_v1 quarantines "
+                        "them, events_v2 reads them")
     p.add_argument("--seed", type=int, default=0, help="same seed, same event ids (default 0)")
     p.add_argument("--topic", help="default: the first of source.topics")
     p.add_argument("--partitions", type=int, default=3, help="for a new topic (default 3)")

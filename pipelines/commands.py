@@ -83,7 +83,8 @@ def cmd_produce(args: argparse.Namespace) -> int:
         raise ConfigError("source uses topic_pattern; pass --topic to choose where to produce")
     summary = produce_events(config.source.bootstrap_servers, topic, args.count,
                              duplicate_rate=args.duplicate_rate, poison_rate=args.poison_rate,
-                             seed=args.seed, partitions=args.partitions, progress=_say)
+                             seed=args.seed, partitions=args.partitions, progress=_say,
+                             legacy_rate=args.legacy_rate)
     _say(summary.describe())
     return 0
 

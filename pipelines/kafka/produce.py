@@ -6,7 +6,7 @@ import json
 import random
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime, timedelta, timezone
 
 from pipelines.kafka.topics import client_config, ensure_topic
 
@@ -40,11 +40,15 @@ class ProduceSummary:
     event_ids: tuple[str, ...]
     duplicates: int
     poison: dict[str, int] = field(default_factory=dict)
+    legacy_ids: tuple[str, ...] = ()
 
     def describe(self) -> str:
         """One line for the user."""
+        legacy = (f", {len(self.legacy_ids)} legacy-format events (events_v2 reads them)"
+                  if self.legacy_ids else "")
         return (f"sent {self.sent} records to {self.topic}: {len(self.event_ids)} events, "
-                f"{self.duplicates} duplicate copies, {sum(self.poison.values())} poison pills")
+                f"{self.duplicates} duplicate copies, {sum(self.poison.values())} poison pills"
+                f"{legacy}")
 
 
 def make_event(event_id: str, when: datetime, rng: random.Random) -> bytes:
@@ -57,9 +61,21 @@ def make_event(event_id: str, when: datetime, rng: random.Random) -> bytes:
     }).encode()
 
 
+def make_legacy_event(event_id: str, when: datetime) -> bytes:
+    """One record as an old producer writes it: no ``event_type``, and the event time as
+    ``dd.MM.yyyy HH:mm:ss+01:00``. ``events_v1`` quarantines it; ``events_v2`` reads it."""
+    local = when.astimezone(timezone(timedelta(hours=1)))
+    return json.dumps({"event_id": event_id,
+                       "event_time": local.strftime("%d.%m.%Y %H:%M:%S+01:00"),
+                       "payload": {"source": "legacy-pos"}}).encode()
+
+
+Record = tuple[bytes | None, bytes | None]
+
+
 def plan_records(count: int, *, duplicate_rate: float, poison_rate: float, seed: int,
-                 id_prefix: str, days: int = 3) -> tuple[list[tuple[bytes | None, bytes | None]],
-                                                         ProduceSummary]:
+                 id_prefix: str, days: int = 3, legacy_rate: float = 0.0
+                 ) -> tuple[list[Record], ProduceSummary]:
     """Build the records to send, deterministically from ``seed`` (pure; no Kafka).
 
     Event times fall in the ``days`` before today's UTC midnight, so producing the same seed
@@ -69,7 +85,7 @@ def plan_records(count: int, *, duplicate_rate: float, poison_rate: float, seed:
     rng = random.Random(seed)
     now = datetime.now(UTC).replace(hour=0, minute=0, second=0, microsecond=0)
     ids = [f"{id_prefix}-{seed}-{i:09d}" for i in range(count)]
-    records: list[tuple[bytes | None, bytes | None]] = [
+    records: list[Record] = [
         (eid.encode(), make_event(eid, now - timedelta(seconds=rng.uniform(0, days * 86400)),
                                   rng)) for eid in ids]
     n_dup = round(count * duplicate_rate)
@@ -83,14 +99,18 @@ def plan_records(count: int, *, duplicate_rate: float, poison_rate: float, seed:
         kind = kinds[j % len(kinds)]
         poison[kind] = poison.get(kind, 0) + 1
         records.insert(rng.randint(0, len(records)), POISON_KINDS[kind](rng, j))
-    summary = ProduceSummary("", len(records), tuple(ids), n_dup, poison)
+    legacy = [f"{id_prefix}-{seed}-legacy-{j:06d}" for j in range(round(count * legacy_rate))]
+    for eid in legacy:
+        when = now - timedelta(seconds=rng.randint(0, days * 86400))
+        records.insert(rng.randint(0, len(records)), (None, make_legacy_event(eid, when)))
+    summary = ProduceSummary("", len(records), tuple(ids), n_dup, poison, tuple(legacy))
     return records, summary
 
 
 def produce_events(bootstrap: str, topic: str, count: int, *, duplicate_rate: float = 0.0,
                    poison_rate: float = 0.0, seed: int = 0, partitions: int = 3,
-                   id_prefix: str = "evt", progress: Callable[[str], None] | None = None
-                   ) -> ProduceSummary:
+                   id_prefix: str = "evt", progress: Callable[[str], None] | None = None,
+                   legacy_rate: float = 0.0) -> ProduceSummary:
     """Send ``count`` distinct valid events, plus duplicate copies and poison pills.
 
     Args:
@@ -103,6 +123,8 @@ def produce_events(bootstrap: str, topic: str, count: int, *, duplicate_rate: fl
         partitions: partitions for a new topic.
         id_prefix: event ids are ``<prefix>-<seed>-<n>``.
         progress: receives a line every 100k records.
+        legacy_rate: events in an old producer's format (see :func:`make_legacy_event`), as a
+            share of ``count``, with ids ``<prefix>-<seed>-legacy-<n>``.
 
     Returns:
         What was sent.
@@ -111,7 +133,8 @@ def produce_events(bootstrap: str, topic: str, count: int, *, duplicate_rate: fl
 
     ensure_topic(bootstrap, topic, partitions)
     records, summary = plan_records(count, duplicate_rate=duplicate_rate,
-                                    poison_rate=poison_rate, seed=seed, id_prefix=id_prefix)
+                                    poison_rate=poison_rate, seed=seed, id_prefix=id_prefix,
+                                    legacy_rate=legacy_rate)
     producer = Producer({**client_config(bootstrap), "enable.idempotence": True,
                          "linger.ms": 20, "compression.type": "lz4",
                          "message.max.bytes": 16_000_000, "queue.buffering.max.messages": 500_000})
@@ -130,4 +153,4 @@ def produce_events(bootstrap: str, topic: str, count: int, *, duplicate_rate: fl
     if remaining:
         raise RuntimeError(f"{remaining} records were not delivered to {topic}")
     return ProduceSummary(topic, summary.sent, summary.event_ids, summary.duplicates,
-                          summary.poison)
+                          summary.poison, summary.legacy_ids)
