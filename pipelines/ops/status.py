@@ -10,6 +10,7 @@ from pyspark.sql import SparkSession
 from pipelines import checkpoint, state
 from pipelines.config.model import PipelineConfig
 from pipelines.errors import CheckpointError
+from pipelines.sink.freshness import age_seconds
 
 
 def collect_status(spark: SparkSession, config: PipelineConfig) -> dict[str, Any]:
@@ -59,7 +60,8 @@ def lag_and_freshness(spark: SparkSession, config: PipelineConfig,
 
 
 def _age(now: datetime, then: datetime | None) -> float | None:
-    return None if then is None else round((now - then).total_seconds(), 1)
+    age = age_seconds(now, then)
+    return None if age is None else round(age, 1)
 
 
 def _offsets(offsets: dict[str, dict[int, int]]) -> dict[str, dict[str, int]]:

@@ -164,8 +164,8 @@ class BatchSink:
             event_dates=tuple(sorted(d for d in values.get("event_date", []) if d)),
             stage_seconds=stages, newest_event_time=fresh.newest_event_time,
             newest_kafka_timestamp=fresh.newest_kafka_timestamp,
-            freshness_event_s=_age(ended, fresh.newest_event_time),
-            freshness_kafka_s=_age(ended, fresh.newest_kafka_timestamp),
+            freshness_event_s=freshness.age_seconds(ended, fresh.newest_event_time),
+            freshness_kafka_s=freshness.age_seconds(ended, fresh.newest_kafka_timestamp),
             latency_p50_s=fresh.latency_p50_s, latency_p99_s=fresh.latency_p99_s))
 
     def _merge_quarantine(self, spark: SparkSession, classified: DataFrame, batch_id: int,
@@ -217,7 +217,3 @@ class BatchSink:
                                         self.config.target.dedup_window)
         stages["other_date"] = time.monotonic() - mark
         return found
-
-
-def _age(now: datetime, then: datetime | None) -> float | None:
-    return None if then is None else (now - then).total_seconds()

@@ -67,3 +67,8 @@ def _seconds(value: object) -> float | None:
 
 def _at(micros: int | None) -> datetime | None:
     return None if micros is None else datetime.fromtimestamp(micros / 1e6, UTC)
+
+
+def age_seconds(now: datetime, then: datetime | None) -> float | None:
+    """Seconds from ``then`` to ``now`` (None when nothing was observed)."""
+    return None if then is None else (now - then).total_seconds()
