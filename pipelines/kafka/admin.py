@@ -16,7 +16,7 @@ from typing import Any
 from pyspark.sql import SparkSession
 
 from pipelines.config.model import SourceConfig
-from pipelines.errors import BrokerAuthError, BrokerError, ConfigError
+from pipelines.errors import BrokerAuthError, BrokerError, ConfigError, EnvironmentSetupError
 from pipelines.kafka.source import client_options
 
 #: Kafka exceptions (simple class names) meaning: the client's credentials or TLS were refused.
@@ -26,7 +26,27 @@ _AUTH = ("AuthenticationException", "SaslAuthenticationException", "SslAuthentic
 #: ... and: the client's own configuration is invalid (raised before it connects anywhere).
 _CONFIG = ("ConfigException", "InvalidConfigurationException", "ClassNotFoundException",
            "NoSuchFileException", "FileNotFoundException")
-_BYTES = "org.apache.kafka.common.serialization.ByteArrayDeserializer"
+#: Where the Kafka client lives in the driver JVM: Apache Spark, then Databricks' shaded copy.
+_PACKAGES = ("org.apache.kafka", "kafkashaded.org.apache.kafka")
+
+
+def _kafka(spark: SparkSession) -> Any:
+    """The JVM package holding the Kafka client classes (Py4J view).
+
+    Raises:
+        EnvironmentSetupError: neither the connector's nor Databricks' client is loaded.
+    """
+    from py4j.java_gateway import JavaClass
+
+    jvm: Any = spark._jvm
+    for name in _PACKAGES:
+        package = jvm
+        for part in name.split("."):
+            package = getattr(package, part)
+        if isinstance(package.clients.admin.Admin, JavaClass):
+            return package
+    raise EnvironmentSetupError("the Kafka client classes are not in the driver JVM; is Spark's "
+                                "Kafka connector (spark-sql-kafka-0-10) on its class path?")
 
 
 def _properties(spark: SparkSession, source: SourceConfig, timeout: float,
@@ -84,14 +104,15 @@ def _client(spark: SparkSession, source: SourceConfig, timeout: float, kind: str
     from py4j.protocol import Py4JError
 
     jvm: Any = spark._jvm
+    kafka = _kafka(spark)
     try:
         if kind == "admin":
-            client = jvm.org.apache.kafka.clients.admin.Admin.create(
-                _properties(spark, source, timeout))
+            client = kafka.clients.admin.Admin.create(_properties(spark, source, timeout))
         else:
-            extra = {"key.deserializer": _BYTES, "value.deserializer": _BYTES,
+            raw = kafka.common.serialization.ByteArrayDeserializer._fqn
+            extra = {"key.deserializer": raw, "value.deserializer": raw,
                      "enable.auto.commit": "false"}
-            client = jvm.org.apache.kafka.clients.consumer.KafkaConsumer(
+            client = kafka.clients.consumer.KafkaConsumer(
                 _properties(spark, source, timeout, extra))
     except Py4JError as exc:
         raise _fail(exc, source, f"creating a {kind} client", timeout) from None
@@ -179,10 +200,11 @@ def offsets(spark: SparkSession, source: SourceConfig, partitions: Mapping[str, 
     from py4j.protocol import Py4JError
 
     jvm: Any = spark._jvm
+    kafka = _kafka(spark)
     wanted = jvm.java.util.ArrayList()
     for topic, numbers in partitions.items():
         for number in numbers:
-            wanted.add(jvm.org.apache.kafka.common.TopicPartition(topic, int(number)))
+            wanted.add(kafka.common.TopicPartition(topic, int(number)))
     if wanted.size() == 0:
         return {}
     wait = jvm.java.time.Duration.ofMillis(int(timeout * 1000))
