@@ -27,6 +27,10 @@ class BrokerError(DeltasinkError):
     """The Kafka broker is unreachable, or the embedded broker failed to start or stop."""
 
 
+class BrokerAuthError(BrokerError):
+    """Kafka refused the client: wrong credentials, or a TLS handshake that failed."""
+
+
 class SourceError(DeltasinkError):
     """The Kafka source cannot be read as configured (missing topic, lost offsets)."""
 

@@ -115,8 +115,9 @@ def current_lag(spark: SparkSession, config: PipelineConfig, timeout: float = 10
     recorded = (state.recorded_offsets(spark, target, config.name)
                 if target.exists(spark) else None) or {}
     try:
-        marks = topics.watermarks(config.source,
-                                  topics.list_partitions(config.source, timeout), timeout)
+        marks = topics.watermarks(spark, config.source,
+                                  topics.list_partitions(spark, config.source, timeout),
+                                  timeout)
     except BrokerError as exc:
         return Lag(None, error=str(exc))
     behind: dict[tuple[str, int], int] = {}

@@ -94,7 +94,7 @@ def agree(spark: SparkSession, config: PipelineConfig, partitions: dict[str, lis
     """
     checkpoint.latest_offsets(spark, config.checkpoint)  # fail fast on a damaged checkpoint
     commit = state.live_commit(spark, config.target.ref, config.name)
-    now = identity.describe(config.source, partitions)
+    now = identity.describe(spark, config.source, partitions)
     gone = identity.recreated(_recorded_identity(commit), now)
     offsets = commit.offsets if commit else None
     if gone and offsets is not None:

@@ -64,7 +64,7 @@ def run_pipeline(spark: SparkSession, config: PipelineConfig, *, trigger: str = 
     say = progress or log.info
     schema = get_schema(config.schema_name)
     run_id = uuid.uuid4().hex[:12]
-    partitions = topics.wait_for_source(config.source, config.source.broker_timeout)
+    partitions = topics.wait_for_source(spark, config.source, config.source.broker_timeout)
     preflight.check_locations(spark, config)
     ensure_sink_tables(spark, config, schema)
     batches: list[BatchMetrics] = []
@@ -85,7 +85,7 @@ def run_pipeline(spark: SparkSession, config: PipelineConfig, *, trigger: str = 
     say(f"run {run_id}: {config.describe}")
     with single_writer(spark, config.checkpoint, config.name) as lease:
         resume = agree(spark, config, partitions, lease, say)
-        check_retention(config, resume.offsets, say)
+        check_retention(spark, config, resume.offsets, say)
         if recorder is not None:
             recorder.backfill()  # rows of batches committed without one (crash, failed write)
         _stream(spark, config, run_id, trigger, interval, partitions, on_batch, say, resume,
@@ -133,14 +133,15 @@ def _stream(spark: SparkSession, config: PipelineConfig, run_id: str, trigger: s
             writer = writer.trigger(processingTime=f"{parse_duration(interval)} seconds")
         query = writer.start()
         try:
-            _watch(query, config, outage, harvest)
+            _watch(spark, query, config, outage, harvest)
             return
         except StreamingQueryException as exc:
             if failures and isinstance(failures[-1], CheckpointMismatchError) and recoveries < 2:
                 recoveries += 1
                 recover(spark, config, lease, say, str(failures.pop()))
                 resume = resume.refresh(spark, config)
-                partitions = topics.list_partitions(config.source, config.source.broker_timeout)
+                partitions = topics.list_partitions(spark, config.source,
+                                                    config.source.broker_timeout)
                 continue
             if failures:
                 raise failures[-1] from None
@@ -183,8 +184,8 @@ def _harvester(lags: LagRecorder, say: Progress) -> Harvest:
     return harvest
 
 
-def _watch(query: StreamingQuery, config: PipelineConfig, outage: dict[str, float],
-           harvest: Harvest | None = None, every: int = 5) -> None:
+def _watch(spark: SparkSession, query: StreamingQuery, config: PipelineConfig,
+           outage: dict[str, float], harvest: Harvest | None = None, every: int = 5) -> None:
     """Wait for the query to end, probing the broker every ``every`` s: Spark's source may hang.
 
     A paused or unreachable broker can leave a batch waiting inside Kafka client calls for
@@ -200,7 +201,7 @@ def _watch(query: StreamingQuery, config: PipelineConfig, outage: dict[str, floa
             harvest(query)  # a long-running query records its batches' lag as it goes
         probed = time.monotonic()
         try:
-            topics.list_partitions(config.source, timeout=float(every))
+            topics.list_partitions(spark, config.source, timeout=float(every))
             outage.pop("since", None)
         except BrokerError:
             now = time.monotonic()
@@ -214,14 +215,14 @@ def _watch(query: StreamingQuery, config: PipelineConfig, outage: dict[str, floa
                     "when the broker is back and it continues where it stopped.") from None
 
 
-def check_retention(config: PipelineConfig, recorded: dict[str, dict[int, int]] | None,
-                    say: Progress) -> None:
+def check_retention(spark: SparkSession, config: PipelineConfig,
+                    recorded: dict[str, dict[int, int]] | None, say: Progress) -> None:
     """Compare the offsets the table recorded with the earliest ones Kafka still has.
 
     Raises:
         SourceError: retention deleted unread offsets and ``source.fail_on_data_loss`` is true.
     """
-    gone = topics.deleted_offsets(config.source, recorded or {})
+    gone = topics.deleted_offsets(spark, config.source, recorded or {})
     if not gone:
         return
     count = sum(low - nxt for nxt, low in gone.values())

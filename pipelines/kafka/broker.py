@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from pipelines.errors import BrokerError
+from pipelines.kafka import broker_auth
 from pipelines.runtime import jvm
 from pipelines.runtime.processes import pid_alive
 
@@ -96,20 +97,40 @@ class EmbeddedBroker:
 
     data_dir: Path
     port: int = DEFAULT_PORT
+    #: The SASL_SSL (SCRAM-SHA-512) listener's port; None: PLAINTEXT only.
+    sasl_port: int | None = None
 
     @classmethod
-    def at(cls, data_dir: str | Path, port: int | None = None) -> EmbeddedBroker:
-        """The broker of ``data_dir``; the port defaults to the one it last ran on."""
+    def at(cls, data_dir: str | Path, port: int | None = None,
+           sasl_port: int | None = None) -> EmbeddedBroker:
+        """The broker of ``data_dir``; the ports default to the ones it last ran on.
+
+        Args:
+            data_dir: the broker's data folder.
+            port: the PLAINTEXT listener's port.
+            sasl_port: also listen with SASL_SSL (SCRAM-SHA-512, a generated CA) on this port
+                (see :mod:`pipelines.kafka.broker_auth`).
+        """
         folder = Path(data_dir).resolve()
         meta = folder / "broker.json"
-        if port is None and meta.exists():
-            port = int(json.loads(meta.read_text())["port"])
-        return cls(folder, port or DEFAULT_PORT)
+        saved = json.loads(meta.read_text()) if meta.exists() else {}
+        port = port or saved.get("port")
+        sasl_port = sasl_port or saved.get("sasl_port")
+        return cls(folder, int(port or DEFAULT_PORT), int(sasl_port) if sasl_port else None)
 
     @property
     def bootstrap_servers(self) -> str:
         """The address clients connect to."""
         return f"127.0.0.1:{self.port}"
+
+    @property
+    def sasl_bootstrap_servers(self) -> str:
+        """The address of the SASL_SSL listener (``sasl_port`` must be set)."""
+        return f"127.0.0.1:{self.sasl_port}"
+
+    def sasl_credentials(self) -> broker_auth.SaslCredentials:
+        """The SASL_SSL listener's user, password and CA trust store (generated once)."""
+        return broker_auth.credentials(self.data_dir, jvm.require_java())
 
     @property
     def pid(self) -> int | None:
@@ -130,15 +151,26 @@ class EmbeddedBroker:
         self.data_dir.mkdir(parents=True, exist_ok=True)
         log_dir = self.data_dir / "kafka-logs"
         props = self.data_dir / "server.properties"
-        props.write_text(_SERVER_PROPERTIES.format(
-            port=self.port, controller_port=self.port + 1, log_dir=log_dir))
+        text = _SERVER_PROPERTIES.format(port=self.port, controller_port=self.port + 1,
+                                         log_dir=log_dir)
+        scram: list[str] = []
+        if self.sasl_port:
+            creds = broker_auth.credentials(self.data_dir, java)
+            text = "".join(ln for ln in text.splitlines(keepends=True)
+                           if not ln.startswith(("listeners=", "advertised.listeners=",
+                                                 "listener.security.protocol.map=")))
+            text += broker_auth.server_properties(creds, self.port, self.sasl_port,
+                                                  self.port + 1)
+            scram = broker_auth.format_args(creds)
+        props.write_text(text)
         (self.data_dir / "log4j2.properties").write_text(_LOG4J)
-        (self.data_dir / "broker.json").write_text(json.dumps({"port": self.port}))
+        (self.data_dir / "broker.json").write_text(json.dumps(
+            {"port": self.port, **({"sasl_port": self.sasl_port} if self.sasl_port else {})}))
         if not (log_dir / "meta.properties").exists():
             cluster_id = new_cluster_id()
             proc = subprocess.run(
                 [java, "-cp", classpath, "kafka.tools.StorageTool", "format",
-                 "-t", cluster_id, "-c", str(props)],
+                 "-t", cluster_id, "-c", str(props), *scram],
                 capture_output=True, text=True, check=False)
             if proc.returncode != 0:
                 raise BrokerError(f"formatting Kafka storage in {log_dir} failed:\n"
@@ -156,7 +188,7 @@ class EmbeddedBroker:
         """
         if self.pid is not None:
             return self
-        for port in (self.port, self.port + 1):
+        for port in (self.port, self.port + 1, *([self.sasl_port] if self.sasl_port else [])):
             if port_open(port):
                 raise BrokerError(f"port {port} is already in use; pick another with --port")
         java = jvm.require_java()
@@ -174,7 +206,8 @@ class EmbeddedBroker:
             if proc.poll() is not None:
                 raise BrokerError(f"the Kafka broker exited with code {proc.returncode}:\n"
                                   f"{self._log_tail()}")
-            if port_open(self.port) and self._ready():
+            if port_open(self.port) and (not self.sasl_port or port_open(self.sasl_port)) \
+                    and self._ready():
                 return self
             time.sleep(0.2)
         self.stop()

@@ -13,9 +13,10 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
+from pyspark.sql import SparkSession
+
 from pipelines.config.model import SourceConfig
-from pipelines.errors import BrokerError
-from pipelines.kafka.topics import client_config
+from pipelines.kafka import admin
 
 
 @dataclass(frozen=True)
@@ -26,11 +27,12 @@ class SourceIdentity:
     topic_ids: Mapping[str, str] = field(default_factory=dict)
 
 
-def describe(source: SourceConfig, topics: Iterable[str], timeout: float = 10.0
-             ) -> SourceIdentity:
-    """Ask the broker for the cluster id and the id of each topic.
+def describe(spark: SparkSession, source: SourceConfig, topics: Iterable[str],
+             timeout: float = 10.0) -> SourceIdentity:
+    """Ask the broker (through the driver JVM's Kafka client) for the cluster and topic ids.
 
     Args:
+        spark: the session whose JVM asks Kafka.
         source: the pipeline's source (bootstrap servers and client options).
         topics: the subscribed topics that exist now.
         timeout: per request, in seconds.
@@ -39,25 +41,13 @@ def describe(source: SourceConfig, topics: Iterable[str], timeout: float = 10.0
         The identity; topics the broker could not describe are left out.
 
     Raises:
-        BrokerError: the broker did not answer.
+        BrokerError: the broker did not answer, or refused the client.
     """
-    from confluent_kafka import KafkaException, TopicCollection
-    from confluent_kafka.admin import AdminClient
-
-    names = sorted(set(topics))
-    admin = AdminClient(client_config(source.bootstrap_servers, source.kafka_options()))
-    try:
-        cluster = admin.describe_cluster(request_timeout=timeout).result().cluster_id
-        ids: dict[str, str] = {}
-        if names:
-            futures = admin.describe_topics(TopicCollection(names), request_timeout=timeout)
-            for name, future in futures.items():
-                ids[name] = str(future.result().topic_id)
-    except KafkaException as exc:
-        raise BrokerError(f"Kafka at {source.bootstrap_servers} could not describe the topics "
-                          f"({exc.args[0].str() if exc.args else exc}); is the broker up, and "
-                          "may this client describe them?") from None
-    return SourceIdentity(str(cluster) if cluster else None, ids)
+    names = set(topics)
+    cluster = admin.cluster_id(spark, source, timeout)
+    found = admin.topic_partitions(spark, source, timeout) if names else {}
+    return SourceIdentity(cluster, {name: topic_id for name, (_ps, topic_id) in found.items()
+                                    if name in names})
 
 
 def recreated(recorded: SourceIdentity, now: SourceIdentity) -> dict[str, str]:

@@ -6,10 +6,21 @@ import json
 
 from pyspark.sql import DataFrame, SparkSession
 
-from pipelines.config.model import PipelineConfig
+from pipelines.config.model import PipelineConfig, SourceConfig
 
 #: Fail a stuck metadata or fetch call in bounded time, so the run can retry the query.
 _DEFAULT_KAFKA_OPTIONS = {"default.api.timeout.ms": "30000", "request.timeout.ms": "20000"}
+
+
+def client_options(source: SourceConfig) -> dict[str, str]:
+    """The Kafka client settings the stream uses: every ``kafka.*`` option without the prefix.
+
+    The admin client and the offset lookups (:mod:`pipelines.kafka.admin`) use exactly these, so
+    a preflight passes where Spark can connect.
+    """
+    return {"bootstrap.servers": source.bootstrap_servers,
+            "isolation.level": source.isolation_level,
+            **_DEFAULT_KAFKA_OPTIONS, **source.kafka_options()}
 
 
 def starting_offsets(recorded: dict[str, dict[int, int]] | None,
@@ -45,15 +56,13 @@ def read_stream(spark: SparkSession, config: PipelineConfig, start: str) -> Data
     """
     src = config.source
     reader = (spark.readStream.format("kafka")
-              .option("kafka.bootstrap.servers", src.bootstrap_servers)
               .option("startingOffsets", start)
               .option("maxOffsetsPerTrigger", src.max_records_per_batch)
-              .option("kafka.isolation.level", src.isolation_level)
               .option("failOnDataLoss", str(src.fail_on_data_loss).lower()))
     if src.topic_pattern:
         reader = reader.option("subscribePattern", src.topic_pattern)
     else:
         reader = reader.option("subscribe", ",".join(src.topics))
-    for key, value in {**_DEFAULT_KAFKA_OPTIONS, **src.kafka_options()}.items():
+    for key, value in client_options(src).items():
         reader = reader.option(f"kafka.{key}", value)
     return reader.load()

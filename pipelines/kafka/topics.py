@@ -1,4 +1,8 @@
-"""Kafka admin calls the pipeline needs before it starts: reachability, topics, partitions."""
+"""Kafka admin calls the pipeline needs before it starts: reachability, topics, partitions.
+
+The pipeline's own calls go through the Java client in the driver JVM (:mod:`admin`); the
+confluent-kafka config here serves the test and demo tooling (producing, creating topics).
+"""
 
 from __future__ import annotations
 
@@ -6,14 +10,17 @@ import re
 import time
 from collections.abc import Mapping
 
+from pyspark.sql import SparkSession
+
 from pipelines.config.model import SourceConfig
-from pipelines.errors import BrokerError, SourceError
+from pipelines.errors import BrokerAuthError, BrokerError, SourceError
+from pipelines.kafka import admin
 
 ClientConfig = dict[str, str | int | float | bool]
 
 
-#: Java-client settings that librdkafka (confluent-kafka) does not accept: dropped for admin
-#: calls here (Spark's Java consumer still gets them all).
+#: Java-client settings that librdkafka (confluent-kafka) does not accept: dropped for the
+#: producer tooling here (Spark's Java consumer and :mod:`admin` get them all).
 _JAVA_ONLY = ("sasl.jaas.config", "sasl.login.callback.handler.class",
               "sasl.client.callback.handler.class", "ssl.truststore.", "ssl.keystore.",
               "ssl.key.password", "ssl.endpoint.identification.algorithm")
@@ -36,47 +43,42 @@ def client_config(bootstrap: str, options: Mapping[str, str] | None = None) -> C
     return conf
 
 
-def list_partitions(source: SourceConfig, timeout: float = 10.0) -> dict[str, list[int]]:
+def list_partitions(spark: SparkSession, source: SourceConfig,
+                    timeout: float = 10.0) -> dict[str, list[int]]:
     """The partitions of every subscribed topic (topics list, or topics matching the pattern).
 
+    Asked through the driver JVM's Kafka client, with the stream's own options.
+
     Raises:
-        BrokerError: the broker did not answer within ``timeout`` seconds.
+        BrokerError: the broker did not answer within ``timeout`` seconds, or refused the
+            client (:class:`BrokerAuthError`).
+        ConfigError: the Kafka client rejected an option.
     """
-    from confluent_kafka import KafkaException
-    from confluent_kafka.admin import AdminClient
-
-    admin = AdminClient(client_config(source.bootstrap_servers, source.kafka_options()))
-    try:
-        metadata = admin.list_topics(timeout=timeout)
-    except KafkaException as exc:
-        raise BrokerError(f"Kafka at {source.bootstrap_servers} did not answer within "
-                          f"{timeout:.0f}s ({exc.args[0].str() if exc.args else exc}). Is the "
-                          "broker running and reachable? (`deltasink broker start` for the "
-                          "embedded one)") from None
-    names = list(metadata.topics)
-    if source.topic_pattern:
-        pattern = re.compile(source.topic_pattern)
-        names = [n for n in names if pattern.fullmatch(n)]
-    else:
-        names = [n for n in names if n in source.topics]
-    return {n: sorted(metadata.topics[n].partitions) for n in names}
+    found = admin.topic_partitions(spark, source, timeout)
+    return {name: numbers for name, (numbers, _id) in found.items()}
 
 
-def wait_for_source(source: SourceConfig, timeout: float) -> dict[str, list[int]]:
+def wait_for_source(spark: SparkSession, source: SourceConfig,
+                    timeout: float) -> dict[str, list[int]]:
     """Wait (up to ``timeout`` seconds) for the broker, then check that the topics exist.
+
+    A broker that refuses the client (wrong credentials, TLS) fails at once: waiting for it
+    cannot help.
 
     Returns:
         The partitions per topic.
 
     Raises:
-        BrokerError: the broker stayed unreachable.
+        BrokerError: the broker stayed unreachable, or refused the client.
         SourceError: a listed topic does not exist.
     """
     deadline = time.monotonic() + timeout
     while True:
         try:
-            found = list_partitions(source, timeout=min(10.0, max(1.0, timeout)))
+            found = list_partitions(spark, source, timeout=min(10.0, max(1.0, timeout)))
             break
+        except BrokerAuthError:
+            raise
         except BrokerError as exc:
             if time.monotonic() >= deadline:
                 raise BrokerError(f"{exc} Gave up after source.broker_timeout="
@@ -116,61 +118,35 @@ def add_partitions(bootstrap: str, topic: str, total: int) -> None:
         future.result()
 
 
-def deleted_offsets(source: SourceConfig, expected: Mapping[str, Mapping[int, int]],
+def deleted_offsets(spark: SparkSession, source: SourceConfig,
+                    expected: Mapping[str, Mapping[int, int]],
                     timeout: float = 10.0) -> dict[tuple[str, int], tuple[int, int]]:
     """Partitions whose next unread offset Kafka no longer has (retention deleted it).
 
     Args:
+        spark: the session whose JVM asks Kafka.
         source: the pipeline's source.
         expected: the next offset to read per topic and partition.
-        timeout: per watermark request, in seconds.
+        timeout: per offsets request, in seconds.
 
     Returns:
         ``(topic, partition) -> (next offset to read, earliest offset Kafka still has)`` for
         every partition where the earliest available offset is past the next one to read.
+        Partitions of topics that no longer exist are left out (Spark's source reports them).
     """
-    from confluent_kafka import Consumer, KafkaException, TopicPartition
-
-    consumer = Consumer({**client_config(source.bootstrap_servers, source.kafka_options()),
-                         "group.id": "deltasink-preflight", "enable.auto.commit": False})
-    gone: dict[tuple[str, int], tuple[int, int]] = {}
-    try:
-        for topic, partitions in expected.items():
-            for partition, next_offset in partitions.items():
-                try:
-                    low, _high = consumer.get_watermark_offsets(
-                        TopicPartition(topic, partition), timeout=timeout)
-                except KafkaException:
-                    continue  # a topic that went away: Spark's source reports it
-                if low > next_offset:
-                    gone[(topic, partition)] = (next_offset, low)
-    finally:
-        consumer.close()
-    return gone
+    existing = list_partitions(spark, source, timeout) if expected else {}
+    wanted = {t: [p for p in ps if p in existing.get(t, [])] for t, ps in expected.items()}
+    marks = admin.offsets(spark, source, {t: ps for t, ps in wanted.items() if ps}, timeout)
+    return {(t, p): (expected[t][p], low) for (t, p), (low, _high, _at) in marks.items()
+            if low > expected[t][p]}
 
 
-def watermarks(source: SourceConfig, partitions: Mapping[str, list[int]],
+def watermarks(spark: SparkSession, source: SourceConfig, partitions: Mapping[str, list[int]],
                timeout: float = 10.0) -> dict[tuple[str, int], tuple[int, int]]:
     """The earliest and the next offset Kafka has, per partition (one client, no group).
 
     Raises:
-        BrokerError: a watermark request failed (broker down or a partition without a leader).
+        BrokerError: an offsets request failed (broker down or a partition without a leader).
     """
-    from confluent_kafka import Consumer, KafkaException, TopicPartition
-
-    consumer = Consumer({**client_config(source.bootstrap_servers, source.kafka_options()),
-                         "group.id": "deltasink-lag", "enable.auto.commit": False})
-    out: dict[tuple[str, int], tuple[int, int]] = {}
-    try:
-        for topic, numbers in partitions.items():
-            for partition in numbers:
-                try:
-                    low, high = consumer.get_watermark_offsets(
-                        TopicPartition(topic, partition), timeout=timeout)
-                except KafkaException as exc:
-                    raise BrokerError(f"Kafka at {source.bootstrap_servers} did not report the "
-                                      f"offsets of {topic}[{partition}] ({exc})") from None
-                out[(topic, partition)] = (int(low), int(high))
-    finally:
-        consumer.close()
-    return out
+    marks = admin.offsets(spark, source, partitions, timeout)
+    return {tp: (low, high) for tp, (low, high, _at) in marks.items()}

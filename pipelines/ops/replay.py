@@ -23,7 +23,7 @@ from pyspark.sql import DataFrame, SparkSession
 from pipelines import checkpoint
 from pipelines.config.model import PipelineConfig
 from pipelines.errors import ConfigError, DeltasinkError
-from pipelines.kafka import topics
+from pipelines.kafka import admin, topics
 from pipelines.kafka.source import read_stream
 from pipelines.runtime.hadoop import HadoopFS
 from pipelines.sink.batch import BatchSink
@@ -72,24 +72,15 @@ def parse_timestamp(text: str) -> int:
     return int((when if when.tzinfo else when.replace(tzinfo=UTC)).timestamp() * 1000)
 
 
-def offset_range(config: PipelineConfig, partitions: dict[str, list[int]],
+def offset_range(spark: SparkSession, config: PipelineConfig, partitions: dict[str, list[int]],
                  since_ms: int) -> tuple[Offsets, Offsets]:
     """Per partition: the first offset at or after ``since_ms``, and the end offset now."""
-    from confluent_kafka import Consumer, TopicPartition
-
-    source = config.source
-    consumer = Consumer({**topics.client_config(source.bootstrap_servers, source.kafka_options()),
-                         "group.id": "deltasink-replay", "enable.auto.commit": False})
     start: Offsets = {}
     end: Offsets = {}
-    try:
-        wanted = [TopicPartition(t, p, since_ms) for t, ps in partitions.items() for p in ps]
-        for tp in consumer.offsets_for_times(wanted, timeout=30):
-            _low, high = consumer.get_watermark_offsets(tp, timeout=30)
-            end.setdefault(tp.topic, {})[tp.partition] = high
-            start.setdefault(tp.topic, {})[tp.partition] = tp.offset if tp.offset >= 0 else high
-    finally:
-        consumer.close()
+    marks = admin.offsets(spark, config.source, partitions, timeout=30.0, at_ms=since_ms)
+    for (topic, partition), (_low, high, at) in marks.items():
+        end.setdefault(topic, {})[partition] = high
+        start.setdefault(topic, {})[partition] = at if at is not None else high
     return start, end
 
 
@@ -120,8 +111,8 @@ def replay(spark: SparkSession, config: PipelineConfig, from_timestamp: str, *,
         raise ConfigError(f"target {config.target.ref.describe()} does not exist; run the "
                           "pipeline first (`deltasink run`), replay only backfills it.")
     reading = _source_config(config, only_topics)
-    partitions = topics.wait_for_source(reading.source, reading.source.broker_timeout)
-    start, end = offset_range(reading, partitions, since)
+    partitions = topics.wait_for_source(spark, reading.source, reading.source.broker_timeout)
+    start, end = offset_range(spark, reading, partitions, since)
     replay_id = uuid.uuid4().hex[:12]
     batches: list[BatchMetrics] = []
     todo = sum(end[t][p] - o for t, ps in start.items() for p, o in ps.items())

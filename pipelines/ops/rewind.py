@@ -98,7 +98,7 @@ def plan_rewind(spark: SparkSession, config: PipelineConfig, *, to_version: int 
         raise ConfigError(f"--to-version {to_version} is not a version of {target.describe()} "
                           f"(it has {versions[0][0]}..{now}); see `deltasink status`.")
     resume = state.recorded_offsets(spark, target, config.name, as_of=to_version)
-    gone = topics.deleted_offsets(config.source, resume or {})
+    gone = topics.deleted_offsets(spark, config.source, resume or {})
     if gone:
         where = ", ".join(f"{t}[{p}] offsets {nxt}..{low - 1}"
                           for (t, p), (nxt, low) in sorted(gone.items()))
