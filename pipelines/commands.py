@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from pipelines.errors import ConfigError
+from pipelines.failures import secret_values
 
 if TYPE_CHECKING:
     from pipelines.config.model import PipelineConfig
@@ -27,7 +28,7 @@ def _config(args: argparse.Namespace) -> PipelineConfig:
 
     config = load_config(args.config)
     # Secret values of the loaded config (Kafka options, Spark conf): masked in any error line.
-    args.secrets = {*config.source.kafka_options().values(), *config.spark.spark_conf().values()}
+    args.secrets = secret_values(config.source.kafka_options(), config.spark.spark_conf())
     return config
 
 

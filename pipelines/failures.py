@@ -14,6 +14,25 @@ import sys
 import traceback
 from collections.abc import Iterable, Mapping
 
+#: Kafka options whose values name a mechanism, a protocol or a file, never a credential: they
+#: stay readable in errors ("invalid credentials with SASL mechanism SCRAM-SHA-512"). Every other
+#: option value (and every Spark conf value) is masked.
+PUBLIC_OPTIONS = frozenset({
+    "security.protocol", "sasl.mechanism", "sasl.kerberos.service.name",
+    "ssl.endpoint.identification.algorithm", "ssl.protocol", "ssl.enabled.protocols",
+    "ssl.truststore.type", "ssl.keystore.type", "ssl.truststore.location",
+    "ssl.keystore.location", "sasl.login.callback.handler.class",
+    "sasl.client.callback.handler.class", "sasl.oauthbearer.token.endpoint.url",
+    "client.dns.lookup", "isolation.level",
+})
+
+
+def secret_values(options: Mapping[str, str], conf: Mapping[str, str] | None = None
+                  ) -> set[str]:
+    """The values to mask: every Spark conf value, and every Kafka option value except those of
+    :data:`PUBLIC_OPTIONS`."""
+    return {v for k, v in options.items() if k not in PUBLIC_OPTIONS} | set((conf or {}).values())
+
 
 def redact(text: str, known: Iterable[str] = (),
            environ: Mapping[str, str] | None = None) -> str:
@@ -30,7 +49,9 @@ def redact(text: str, known: Iterable[str] = (),
     environ = os.environ if environ is None else environ
     secrets = set(known)
     for var, path in env.overrides(environ).items():
-        if path[:2] in (["source", "options"], ["spark", "conf"]):
+        key = "_".join(path[2:]).replace("_", ".")  # as the loader names the option
+        public = path[:2] == ["source", "options"] and key in PUBLIC_OPTIONS
+        if path[:2] in (["source", "options"], ["spark", "conf"]) and not public:
             secrets.add(environ[var])
     for value in list(secrets):
         secrets.update(secret for _, secret in JAAS_CREDENTIAL.findall(value))

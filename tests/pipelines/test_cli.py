@@ -164,3 +164,17 @@ def test_the_debug_traceback_is_masked_too(monkeypatch: pytest.MonkeyPatch,
     err = capsys.readouterr().err
     assert "Traceback (most recent call last)" in err and "password=***" in err
     assert SECRET not in err
+
+
+def test_mechanism_and_protocol_stay_readable_while_credentials_are_masked(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("DELTASINK_SOURCE__OPTIONS__SASL_MECHANISM", "SCRAM-SHA-512")
+    monkeypatch.setenv("DELTASINK_SOURCE__OPTIONS__SASL_JAAS_CONFIG", JAAS)
+    known = failures.secret_values({"security.protocol": "SASL_SSL",
+                                    "ssl.truststore.password": "trust-me-1"},
+                                   {"spark.executor.memory": "4g-secretish"})
+    assert known == {"trust-me-1", "4g-secretish"}
+    line = failures.redact("SASL_SSL: invalid credentials with SASL mechanism SCRAM-SHA-512 "
+                           f"for {SECRET}, store trust-me-1", known)
+    assert line == ("SASL_SSL: invalid credentials with SASL mechanism SCRAM-SHA-512 "
+                    "for ***, store ***")
