@@ -70,7 +70,7 @@ def kafka_reason(exc: BaseException, secrets: Mapping[str, str] | None = None) -
     Returns:
         ``(class name, "ClassName: message")``, redacted, on one line.
     """
-    from pipelines.failures import redact
+    from pipelines.failures import redact, secret_values
 
     java = getattr(exc, "java_exception", None)
     name, text = type(exc).__name__, str(exc)
@@ -81,7 +81,7 @@ def kafka_reason(exc: BaseException, secrets: Mapping[str, str] | None = None) -
         name = str(java.getClass().getSimpleName())
         text = f"{name}: {java.getMessage()}"
     line = " ".join(text.split())[:400]
-    return name, redact(line, (secrets or {}).values())
+    return name, redact(line, secret_values(secrets or {}))
 
 
 def _fail(exc: BaseException, source: SourceConfig, what: str, timeout: float) -> Exception:
