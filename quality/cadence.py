@@ -110,8 +110,9 @@ class CadenceValidator:
         except Exception as exc:  # could not validate: keep the stretch for the next time
             self.pending = [*batches, *self.pending]
             self.count -= 1
-            self.say(f"warning: {head} could not run ({str(exc).splitlines()[0][:300]}); its "
-                     "batches are validated with the next ones")
+            first = (str(exc).strip().splitlines() or [type(exc).__name__])[0][:300]
+            self.say(f"warning: {head} could not run ({first}); its batches are validated "
+                     "with the next ones")
             return None
         version = "-" if report.table_version is None else report.table_version
         self.say(f"{head}: batches {batches[0].batch_id}..{batches[-1].batch_id}: "
