@@ -35,7 +35,7 @@ BATCH = re.compile(r"^batch (\d+): in=(\d+) ")
 
 
 def wait_until(what: str, ready: Callable[[], bool], lines: list[str],
-               timeout: float = 240) -> None:
+               timeout: float = 600) -> None:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         if ready():
