@@ -17,6 +17,7 @@ but not yet to the checkpoint, so the next run replays it as a no-op (its txn is
 
 from __future__ import annotations
 
+import threading
 import time
 from collections.abc import Callable
 
@@ -68,6 +69,9 @@ class CadenceValidator:
         self.since = clock()
         self.count = 0
         self.reports: list[ValidationReport] = []
+        # query.stop() returns while a batch's Python callback may still be validating: finish()
+        # (on the driver's main thread) waits for it instead of racing it.
+        self.lock = threading.Lock()
 
     def __call__(self, metrics: BatchMetrics) -> None:
         """Note a committed batch; validate the batches since the last validation when due.
@@ -77,11 +81,13 @@ class CadenceValidator:
         """
         if metrics.replayed:  # changed nothing: nothing new to prove
             return
-        self.pending.append(metrics)
-        if self.config.quality.validate_every.due(len(self.pending), self.clock() - self.since):
-            stop = self.config.quality.on_failure == "stop"
-            self.validate(stop=" (quality.on_failure: stop): the stream was stopped" if stop
-                          else None)
+        with self.lock:
+            self.pending.append(metrics)
+            if self.config.quality.validate_every.due(len(self.pending),
+                                                      self.clock() - self.since):
+                stop = self.config.quality.on_failure == "stop"
+                self.validate(stop=" (quality.on_failure: stop): the stream was stopped" if stop
+                              else None)
 
     def validate(self, *, stop: str | None) -> ValidationReport | None:
         """Validate the batches committed since the last validation, then start a new stretch.
@@ -137,8 +143,9 @@ class CadenceValidator:
             QualityError: an expectation failed (whatever ``quality.on_failure`` says: the run
                 is over, and its exit code reports the failure).
         """
-        if self.pending or not self.reports:
-            self.validate(stop=" at the end of the stream")
-        else:
-            self.say(f"quality cadence: nothing committed since validation "
-                     f"{self.run_id}-c{self.count}; nothing left to validate")
+        with self.lock:
+            if self.pending or not self.reports:
+                self.validate(stop=" at the end of the stream")
+            else:
+                self.say(f"quality cadence: nothing committed since validation "
+                         f"{self.run_id}-c{self.count}; nothing left to validate")
