@@ -5,7 +5,8 @@
 # MAGIC Streams the configured Kafka topics into the target Delta table, exactly once: bad records go
 # MAGIC to the quarantine table, duplicates are dropped on `event_id`, every micro-batch commit is
 # MAGIC idempotent. With `trigger = available-now` it drains what is in Kafka and stops (scheduled
-# MAGIC job); with `trigger = continuous` it runs until cancelled (continuous job).
+# MAGIC job); with `trigger = continuous` it runs until cancelled (continuous job) and validates
+# MAGIC what it wrote every `validate_every` (a failure with `on_failure = stop` fails the run).
 # MAGIC
 # MAGIC All logic lives in the `deltasink` wheel (`pipelines.jobs.ingest`). Widgets are set by the
 # MAGIC task's `base_parameters` in `notebooks/resources/jobs.yml`. Kafka SASL credentials are read
@@ -30,6 +31,10 @@ dbutils.widgets.text("trigger", "available-now", "Trigger: available-now | conti
 dbutils.widgets.text("interval", "10s", "Micro-batch interval (continuous)")
 dbutils.widgets.text("secret_scope", "", "Secret scope with Kafka SASL credentials (optional)")
 dbutils.widgets.text("sasl_mechanism", "PLAIN", "SASL mechanism")
+dbutils.widgets.text("validate_every", "15m", "Continuous: validate every (15m, 20 batches)")
+dbutils.widgets.text("on_failure", "continue", "Continuous: a failed validation does continue | stop")
+dbutils.widgets.text("max_lag_records", "", "Fail above this Kafka lag in records (optional)")
+dbutils.widgets.text("max_staleness", "", "Fail when records wait and the newest is older (optional)")
 
 # Fails fast, naming every missing or empty widget.
 params = jobs.read_widgets(dbutils.widgets.get, jobs.INGEST_WIDGETS)

@@ -41,15 +41,18 @@ SASL_PASSWORD_KEY = "kafka-sasl-password"
 
 COMMON_WIDGETS = ("pipeline_name", "bootstrap_servers", "topics", "target", "quarantine",
                   "checkpoint", "quality_results", "run_metrics", "quality_docs")
-INGEST_WIDGETS = (*COMMON_WIDGETS, "trigger", "interval", "secret_scope", "sasl_mechanism")
-#: The validate task's optional lag and staleness thresholds (``quality.max_lag_records`` and
-#: ``quality.max_staleness``); empty: not checked.
+#: The optional lag and staleness thresholds (``quality.max_lag_records`` and
+#: ``quality.max_staleness``) of the validate task and of cadence validation; empty: not checked.
 THRESHOLD_WIDGETS = ("max_lag_records", "max_staleness")
+#: ``quality.validate_every`` / ``quality.on_failure`` (continuous only); empty: the defaults.
+CADENCE_WIDGETS = ("validate_every", "on_failure")
+INGEST_WIDGETS = (*COMMON_WIDGETS, "trigger", "interval", "secret_scope", "sasl_mechanism",
+                  *CADENCE_WIDGETS, *THRESHOLD_WIDGETS)
 VALIDATE_WIDGETS = (*COMMON_WIDGETS, "run_id", "full", *THRESHOLD_WIDGETS)
 MAINTENANCE_WIDGETS = (*COMMON_WIDGETS, "retain_hours")
 #: Widgets that may be empty; every other one must be set.
 OPTIONAL_WIDGETS = frozenset({"quarantine", "secret_scope", "sasl_mechanism", "run_id",
-                              *THRESHOLD_WIDGETS})
+                              *THRESHOLD_WIDGETS, *CADENCE_WIDGETS})
 
 _LOGIN_MODULES = {
     "PLAIN": "org.apache.kafka.common.security.plain.PlainLoginModule",
@@ -153,7 +156,8 @@ def build_config(params: Mapping[str, str], secrets: SecretGetter | None = None)
         "quality": {"docs_dir": params["quality_docs"],
                     "results_path": r_path, "results_table": r_table,
                     "metrics_path": m_path, "metrics_table": m_table,
-                    **{k: params[k] for k in THRESHOLD_WIDGETS if params.get(k, "").strip()}},
+                    **{k: params[k] for k in (*THRESHOLD_WIDGETS, *CADENCE_WIDGETS)
+                       if params.get(k, "").strip()}},
     }
     return parse_config(raw, source="notebook widgets")
 
@@ -162,6 +166,8 @@ def ingest(params: Mapping[str, str], secrets: SecretGetter | None = None, *,
            spark: SparkSession | None = None,
            task_values: TaskValueSetter | None = None) -> RunResult:
     """The ingest notebook: stream Kafka into Delta, record the run's metrics, publish its id.
+
+    With ``trigger`` ``continuous`` it also validates on the cadence ``validate_every``.
 
     Args:
         params: widget values (:data:`INGEST_WIDGETS`).
@@ -178,8 +184,11 @@ def ingest(params: Mapping[str, str], secrets: SecretGetter | None = None, *,
     config = build_config(values, secrets)
     session = spark or get_spark()
     print(config.describe)
+    # Available-now runs are validated by the validate task; a continuous run has no end, so
+    # it validates itself every quality.validate_every (quality/cadence.py).
     result = run_pipeline(session, config, trigger=values["trigger"],
-                          interval=values["interval"], validate=False, progress=print)
+                          interval=values["interval"],
+                          validate=values["trigger"] == "continuous", progress=print)
     if task_values is not None:
         task_values("run_id", result.run_id)
     return result

@@ -80,6 +80,24 @@ class LagRecorder:
         self.done = (self.done | set(new)) & set(seen)
 
 
+def harvester(lags: LagRecorder, say: Callable[[str], None]) -> Callable[[Any], None]:
+    """A function that feeds a streaming query's recent progress to ``lags``.
+
+    A failure warns once (through ``say``) and never raises: bookkeeping must never fail a run.
+    """
+    warned: list[bool] = []
+
+    def harvest(query: Any) -> None:
+        try:
+            lags(query.recentProgress)
+        except Exception as exc:  # bookkeeping must never fail the run
+            if not warned:
+                say(f"warning: could not read the lag from the query's progress ({exc})")
+                warned.append(True)
+
+    return harvest
+
+
 @dataclass(frozen=True)
 class Lag:
     """How many records Kafka holds that the target has not, now.

@@ -11,19 +11,18 @@ from pyspark.errors import StreamingQueryException
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql.streaming.query import StreamingQuery
 
-from pipelines import checkpoint, faults, preflight
+from pipelines import checkpoint, preflight
 from pipelines.config.model import PipelineConfig
 from pipelines.config.units import parse_duration
 from pipelines.errors import (
     BrokerError,
     CheckpointMismatchError,
     DeltasinkError,
-    QualityError,
     SourceError,
 )
 from pipelines.kafka import topics
 from pipelines.kafka.source import read_stream, starting_offsets
-from pipelines.lag import LagRecorder
+from pipelines.lag import LagRecorder, harvester
 from pipelines.lease import Lease, single_writer
 from pipelines.resume import Resume, agree, recover
 from pipelines.sink.batch import BatchSink
@@ -52,7 +51,8 @@ def run_pipeline(spark: SparkSession, config: PipelineConfig, *, trigger: str = 
         trigger: ``available-now`` (process what exists, then stop) or ``continuous``
             (a micro-batch every ``interval`` until interrupted).
         interval: the micro-batch interval in continuous mode, e.g. ``10s``.
-        validate: run the quality suites after the run.
+        validate: run the quality suites after the run; in continuous mode also every
+            ``quality.validate_every`` (``quality/cadence.py``).
         progress: receives one line per batch and a summary (default: the logger).
 
     Returns:
@@ -74,13 +74,20 @@ def run_pipeline(spark: SparkSession, config: PipelineConfig, *, trigger: str = 
         from quality.recorder import MetricsRecorder
 
         recorder = MetricsRecorder(spark, config, say)  # never fails a committed batch
-        harvest = _harvester(LagRecorder(recorder.record_lags), say)
+        harvest = harvester(LagRecorder(recorder.record_lags), say)
+    cadence = None
+    if validate and config.quality.enabled and trigger == "continuous":
+        from quality.cadence import CadenceValidator
+
+        cadence = CadenceValidator(spark, config, run_id, say)  # quality.validate_every
 
     def on_batch(metrics: BatchMetrics) -> None:
         batches.append(metrics)
         say(metrics.progress_line())
         if recorder is not None:
             recorder.record(metrics)
+        if cadence is not None:
+            cadence(metrics)  # after the commit; may raise QualityError (on_failure: stop)
 
     say(f"run {run_id}: {config.describe}")
     with single_writer(spark, config.checkpoint, config.name) as lease:
@@ -93,7 +100,11 @@ def run_pipeline(spark: SparkSession, config: PipelineConfig, *, trigger: str = 
     result = RunResult(config.name, run_id, tuple(batches))
     say(f"run {run_id} done: {len(batches)} batches, in={result.records_in} "
         f"inserted={result.inserted} quarantined={result.quarantined}")
-    if validate and config.quality.enabled:
+    if cadence is not None:
+        cadence.finish()  # what the stream committed since its last cadence validation
+    elif validate and config.quality.enabled:
+        from quality.cadence import validate_run
+
         validate_run(spark, config, result, say)
     return result
 
@@ -169,21 +180,6 @@ def _stream(spark: SparkSession, config: PipelineConfig, run_id: str, trigger: s
                 harvest(query)  # the lag of the batches since the last look (or all of them)
 
 
-def _harvester(lags: LagRecorder, say: Progress) -> Harvest:
-    """Feed a query's recent progress to ``lags``; a failure warns once and never raises."""
-    warned: list[bool] = []
-
-    def harvest(query: StreamingQuery) -> None:
-        try:
-            lags(query.recentProgress)
-        except Exception as exc:  # bookkeeping must never fail the run
-            if not warned:
-                say(f"warning: could not read the lag from the query's progress ({exc})")
-                warned.append(True)
-
-    return harvest
-
-
 def _watch(spark: SparkSession, query: StreamingQuery, config: PipelineConfig,
            outage: dict[str, float], harvest: Harvest | None = None, every: int = 5) -> None:
     """Wait for the query to end, probing the broker every ``every`` s: Spark's source may hang.
@@ -247,21 +243,3 @@ def explain(exc: StreamingQueryException) -> DeltasinkError:
             "them). Records were lost upstream. To skip ahead and continue, set "
             f"source.fail_on_data_loss: false. Detail: {first}")
     return DeltasinkError(f"the streaming query failed: {first}")
-
-
-def validate_run(spark: SparkSession, config: PipelineConfig, result: RunResult,
-                 say: Progress) -> None:
-    """Validate the partitions the run touched (its metrics are already recorded, per batch).
-
-    Raises:
-        QualityError: an expectation failed (each failure is printed first).
-    """
-    from quality.validate import validate_table
-
-    faults.maybe_crash("during_validation")
-    report = validate_table(spark, config, run=result)
-    for line in report.summary_lines():
-        say(line)
-    if not report.success:
-        raise QualityError(f"validation failed for run {result.run_id}; see the failing "
-                           "expectations above")

@@ -16,6 +16,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, SecretStr, field_validator, model_validator
 
+from pipelines.config.cadence import Cadence, default_cadence
 from pipelines.config.units import parse_duration, parse_whole_days
 from pipelines.tables import TableRef
 
@@ -135,6 +136,11 @@ class QualityConfig(BaseModel):
     """Fail validation when Kafka holds unread records and the newest Kafka timestamp inserted
     is older than this (a duration: ``15m``, ``2h``). A caught-up pipeline on a quiet topic is
     never stale. None (the default): not checked."""
+    validate_every: Cadence = Field(default_factory=default_cadence)
+    """``--trigger continuous`` only: validate what was written since the last validation, this
+    often (``15m``, the default; or ``20 batches``). See ``quality/cadence.py``."""
+    on_failure: Literal["continue", "stop"] = "continue"
+    """What a failed cadence validation does to a continuous stream (it is always recorded)."""
 
     _seconds = field_validator("max_future_skew", mode="before")(parse_duration)
 

@@ -183,15 +183,51 @@ def test_continuous_variant_streams_and_has_no_schedule(bundle: LoadedBundle) ->
     assert "max_retries" not in task
 
 
-def test_validate_task_takes_the_lag_thresholds_off_by_default(bundle: LoadedBundle) -> None:
+def test_validate_task_takes_the_lag_thresholds_from_the_bundle_variables(
+        bundle: LoadedBundle) -> None:
     job = resolved(bundle, "prod")["resources"]["jobs"]["deltasink_ingest"]
     validate = next(t for t in job["tasks"] if t["task_key"] == "validate")
     params = validate["notebook_task"]["base_parameters"]
     assert job["email_notifications"]["on_failure"]  # a breach fails the task: someone is mailed
-    off = entry.build_config(params).quality
+    variables = bundle.config["variables"]
+    built = entry.build_config(params).quality
+    assert built.max_lag_records == int(variables["max_lag_records"]["default"])
+    assert built.max_staleness == float(variables["max_staleness"]["default"])
+    off = entry.build_config({**params, "max_lag_records": "", "max_staleness": ""}).quality
     assert (off.max_lag_records, off.max_staleness) == (None, None)
     on = entry.build_config({**params, "max_lag_records": "5000", "max_staleness": "30m"})
     assert (on.quality.max_lag_records, on.quality.max_staleness) == (5000, 1800.0)
+
+
+@pytest.mark.parametrize("target", TARGETS)
+def test_continuous_job_health_rules_use_the_validation_thresholds(
+        bundle: LoadedBundle, target: str) -> None:
+    job = resolved(bundle, target)["resources"]["jobs"]["deltasink_ingest_continuous"]
+    (task,) = job["tasks"]
+    quality = entry.build_config(task["notebook_task"]["base_parameters"],
+                                 secrets=lambda scope, key: "x").quality
+    rules = {r["metric"]: (r["op"], r["value"]) for r in job["health"]["rules"]}
+    assert rules == {
+        "STREAMING_BACKLOG_RECORDS": ("GREATER_THAN", str(quality.max_lag_records)),
+        "STREAMING_BACKLOG_SECONDS": ("GREATER_THAN", f"{quality.max_staleness:.0f}"),
+    }
+    parsed = Job.from_dict(job)  # the values are whole numbers, as the Jobs API requires
+    assert parsed.health is not None and len(parsed.health.rules or []) == 2
+    assert job["email_notifications"]["on_streaming_backlog_exceeded"] == ["someone@example.com"]
+    raw = bundle.config["resources"]["jobs"]["deltasink_ingest_continuous"]
+    assert {r["value"] for r in raw["health"]["rules"]} == {
+        "${var.max_lag_records}", "${var.max_staleness}"}
+
+
+def test_continuous_job_validates_on_the_configured_cadence(bundle: LoadedBundle) -> None:
+    job = resolved(bundle, "prod")["resources"]["jobs"]["deltasink_ingest_continuous"]
+    (task,) = job["tasks"]
+    params = task["notebook_task"]["base_parameters"]
+    quality = entry.build_config(params, secrets=lambda scope, key: "x").quality
+    assert quality.validate_every.seconds == 900.0 and quality.on_failure == "continue"
+    stop = entry.build_config({**params, "validate_every": "20 batches", "on_failure": "stop"},
+                              secrets=lambda scope, key: "x").quality
+    assert (stop.validate_every.batches, stop.on_failure) == (20, "stop")
 
 
 def test_all_tasks_build_the_same_pipeline_on_unity_catalog(bundle: LoadedBundle) -> None:
@@ -201,8 +237,11 @@ def test_all_tasks_build_the_same_pipeline_on_unity_catalog(bundle: LoadedBundle
                                 secrets=lambda scope, key: f"<{key}>")
              for _, task in notebook_tasks(config)]
     first = built[0]
+    # The same tables; the thresholds and cadence are passed only to the tasks that check them.
+    checks = {"max_lag_records", "max_staleness", "validate_every", "on_failure"}
     for other in built[1:]:
-        assert other.target == first.target and other.quality == first.quality
+        assert other.target == first.target
+        assert other.quality.model_dump(exclude=checks) == first.quality.model_dump(exclude=checks)
         assert other.checkpoint == first.checkpoint
     assert first.target.table == f"{catalog}.{schema}.orders_bronze"
     assert first.target.quarantine_table == f"{catalog}.{schema}.orders_bronze_quarantine"
