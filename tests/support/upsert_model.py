@@ -43,11 +43,23 @@ class Version:
                            "payload": {"v": self.seq}}).encode()
 
 
-def make_versions(keys: int, per_key: int, rng: random.Random, prefix: str = "k",
+def make_versions(keys: int, seqs: Iterable[int], rng: random.Random, prefix: str = "k",
                   delete_share: float = 0.2) -> list[Version]:
-    """``per_key`` versions of each of ``keys`` keys, some deletes, shuffled."""
+    """A version of each of ``keys`` keys at each sequence of ``seqs``, some deletes, shuffled.
+
+    A (key, seq) pair must be made once only: two different versions with one sequence would
+    tie, and the table breaks ties by Kafka coordinates, which the model does not know.
+    """
+    steps = list(seqs)
     out = [Version(f"{prefix}{k}", s, rng.random() < delete_share)
-           for k in range(keys) for s in range(1, per_key + 1)]
+           for k in range(keys) for s in steps]
+    rng.shuffle(out)
+    return out
+
+
+def replays(versions: list[Version], share: float, rng: random.Random) -> list[Version]:
+    """A random ``share`` of ``versions`` sent again (a producer retry, a re-emit), shuffled."""
+    out = rng.sample(versions, int(len(versions) * share))
     rng.shuffle(out)
     return out
 
@@ -97,8 +109,11 @@ def kafka_rows(spark: SparkSession, versions: list[Version], first_offset: int,
 
 
 def produce_versions(bootstrap: str, topic: str, versions: list[Version], rng: random.Random,
-                     partitions: int = 3) -> None:
-    """Send ``versions`` in order, each to a random partition (so order across them is lost)."""
+                     partitions: int = 3, poison: int = 0) -> None:
+    """Send ``versions`` in order, each to a random partition (so order across them is lost).
+
+    ``poison`` records that are not JSON go along (quarantined, never in the model).
+    """
     from confluent_kafka import Producer
 
     from pipelines.kafka.topics import client_config, ensure_topic
@@ -108,5 +123,7 @@ def produce_versions(bootstrap: str, topic: str, versions: list[Version], rng: r
     for v in versions:
         producer.produce(topic, key=v.key.encode(), value=v.value(),
                          partition=rng.randrange(partitions))
+    for _ in range(poison):
+        producer.produce(topic, value=b"not json", partition=rng.randrange(partitions))
     if producer.flush(60):
         raise RuntimeError(f"records were not delivered to {topic}")
