@@ -100,7 +100,7 @@ def test_shuffled_batches_replays_and_late_versions_converge_to_the_model(
     seen: list[BatchMetrics] = []
     sink = sink_for(spark, cfg, seen)
     versions = make_versions(12, range(1, 6), rng)
-    batches = [versions[i:i + 9] for i in range(0, len(versions), 9)]
+    batches = [versions[i:i + 20] for i in range(0, len(versions), 20)]
     offset = 0
     frames = []
     for batch_id, chunk in enumerate(batches):

@@ -31,7 +31,7 @@ def test_upsert_killed_after_its_commit_then_fed_late_versions_converges_to_the_
     first = make_versions(40, (2, 4, 6, 8), rng)
     produce_versions(broker.bootstrap_servers, topic, first, rng, poison=3)
     path = write_config(lake, broker.bootstrap_servers, topic, target=UPSERT,
-                        source={"max_records_per_batch": 60})
+                        source={"max_records_per_batch": 90})
     cfg = load_config(path, environ={})
 
     crashed = run(path, fault="after_target_commit@1")
