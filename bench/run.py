@@ -30,6 +30,8 @@ def pipeline_config(cell: Cell, bootstrap: str, topic: str,
                     where: configs.Target) -> PipelineConfig:
     """The deltasink config of one cell (quality suites off: they are not the sink)."""
     window = {} if cell.dedup_window is None else {"dedup_window": cell.dedup_window}
+    if cell.upsert:
+        window = {"mode": "upsert", "sequence_by": "event_time", "dedup_window": 0}
     return PipelineConfig.model_validate({
         "name": f"bench_{cell.config}",
         "source": {"bootstrap_servers": bootstrap, "topics": [topic],
@@ -89,10 +91,20 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out", type=Path, default=RESULTS, help="where to write the report")
     parser.add_argument("--windows", action="store_true",
                         help="only the cells that set target.dedup_window")
+    parser.add_argument("--upsert", action="store_true",
+                        help="only the upsert cells and the insert-only deltasink cells at their "
+                             "sizes (add --max-target-rows to skip the large one)")
+    parser.add_argument("--max-target-rows", type=int, default=None,
+                        help="leave out cells with a larger target")
     args = parser.parse_args(argv)
     spec: BenchSpec = QUICK if args.quick else DEFAULT
+    upsert_sizes = {c.target_rows for c in spec.cells if c.upsert}
     cells = [c for c in spec.cells if (not args.only or c.config in args.only.split(","))
-             and (not args.windows or c.dedup_window is not None)]
+             and (not args.windows or c.dedup_window is not None)
+             and (not args.upsert or c.upsert or (
+                 c.config == "deltasink" and c.dedup_window is None and c.dup_rate == 0.2
+                 and c.target_rows in upsert_sizes and c.batch == spec.cells[0].batch))
+             and (args.max_target_rows is None or c.target_rows <= args.max_target_rows)]
     started, t0, load_start = datetime.now(UTC), time.monotonic(), env.load()
     say(f"preset {spec.name}: {len(cells)} cells; load {load_start}")
     with tempfile.TemporaryDirectory(prefix="deltasink-bench-") as tmp:

@@ -14,6 +14,8 @@ class Cell:
     """One measurement: a configuration against one target size, batch size and duplicate rate.
 
     ``dedup_window`` (days) sets deltasink's ``target.dedup_window``; None keeps its default.
+    ``upsert`` runs deltasink with ``target.mode: upsert`` (sequence on ``event_time``; its
+    window is 0: the key is matched across the whole table).
     """
 
     config: str
@@ -21,17 +23,20 @@ class Cell:
     batch: int
     dup_rate: float
     dedup_window: int | None = None
+    upsert: bool = False
 
     @property
     def label(self) -> str:
         """A short unique name, used for table paths and checkpoints."""
         window = "" if self.dedup_window is None else f"_w{self.dedup_window}"
         return (f"{self.config}_t{self.target_rows}_b{self.batch}_d{int(self.dup_rate * 100)}"
-                f"{window}")
+                f"{window}{'_upsert' if self.upsert else ''}")
 
     @property
     def name(self) -> str:
-        """The configuration as reported (deltasink with an explicit window says so)."""
+        """The configuration as reported (deltasink with an explicit window or upsert says so)."""
+        if self.upsert:
+            return f"{self.config} (upsert)"
         if self.dedup_window is None:
             return self.config
         return f"{self.config} (dedup_window {self.dedup_window}d)"
@@ -75,6 +80,8 @@ def _matrix(small: int, large: int, batch: int, big_batch: int) -> tuple[Cell, .
     cells += [Cell(c, small, big_batch, 0.2) for c in ("append", "deltasink")]
     # The cost of target.dedup_window: off vs 3 days (last, so goal look-ups find the plain cells).
     cells += [Cell("deltasink", small, batch, 0.2, dedup_window=w) for w in (0, 3)]
+    # target.mode: upsert next to insert-only (the plain deltasink cells at the same sizes).
+    cells += [Cell("deltasink", t, batch, 0.2, upsert=True) for t in (small, large)]
     return tuple(cells)
 
 

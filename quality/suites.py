@@ -4,7 +4,9 @@ Two kinds of checks exist:
 
 * the **target suite**, a Great Expectations suite run against a snapshot of the target table:
   the dedup key is unique and not null, every schema column is present, required fields are not
-  null, and no ``event_time`` lies further in the future than ``quality.max_future_skew``;
+  null, and no ``event_time`` lies further in the future than ``quality.max_future_skew``; in
+  upsert mode also the ``_deleted`` flag exists and is never null (the sequence column is a
+  required field, so it is checked not null already);
 * the **quarantine share** of a run, computed from the run's own counts (it is not a property of
   the target table): ``quarantined / records_in <= quality.max_quarantine_ratio``;
 * **lag and staleness**, when ``quality.max_lag_records`` / ``quality.max_staleness`` are set:
@@ -34,8 +36,10 @@ from great_expectations.expectations.core.expect_compound_columns_to_be_unique i
 from great_expectations.expectations.expectation import Expectation
 
 from pipelines.config.model import PipelineConfig
+from pipelines.config.upsert import KAFKA_SEQUENCE
 from pipelines.lag import Lag
 from pipelines.sink.metrics import RunResult
+from pipelines.sink.upsert import DELETED
 from quality.model import ExpectationOutcome
 from schemas import EventSchema, get_schema
 
@@ -79,6 +83,10 @@ def target_suite(
     if DATE_COLUMN in config.target.partition_by and key != DATE_COLUMN:
         expectations.append(ExpectCompoundColumnsToBeUnique(column_list=[key, DATE_COLUMN]))
     not_null = [key, *(f.name for f in schema.fields if f.required and f.name != key)]
+    if config.target.mode == "upsert":  # every row is a key's latest version or its tombstone
+        expectations.append(ExpectColumnToExist(column=DELETED))
+        not_null += [c for c in (config.target.sequence_by, DELETED) if c not in not_null
+                     and c != KAFKA_SEQUENCE]
     expectations.extend(ExpectColumnValuesToNotBeNull(column=column) for column in not_null)
     expectations.append(
         ExpectColumnValuesToBeBetween(

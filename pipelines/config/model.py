@@ -18,6 +18,7 @@ from pydantic import BaseModel, ConfigDict, Field, SecretStr, field_validator, m
 
 from pipelines.config.cadence import Cadence, default_cadence
 from pipelines.config.units import parse_duration, parse_whole_days
+from pipelines.config.upsert import KAFKA_SEQUENCE, Mode, check_mode
 from pipelines.tables import TableRef
 
 _FROZEN = ConfigDict(frozen=True, extra="forbid")
@@ -86,6 +87,10 @@ class TargetConfig(BaseModel):
     ``1d``: a copy re-stamped across midnight is caught, for 3 partitions read per batch date
     instead of 1.
     """
+    mode: Mode = "insert_only"
+    """``upsert``: keep each key's highest ``sequence_by`` version (pipelines/sink/upsert.py)."""
+    sequence_by: str = KAFKA_SEQUENCE
+    delete_when: str | None = None
 
     _days = field_validator("dedup_window", mode="before")(parse_whole_days)
 
@@ -99,6 +104,7 @@ class TargetConfig(BaseModel):
             raise ValueError(f"target.dedup_window needs '{DATE_COLUMN}' in target.partition_by "
                              "(without it the key is matched across all dates anyway); "
                              "set dedup_window: 0d")
+        check_mode(self.mode, self.sequence_by, self.delete_when, self.dedup_window)
         return self
 
     @property

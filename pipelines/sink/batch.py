@@ -44,6 +44,7 @@ from pipelines.sink.metrics import BatchMetrics, commit_counts
 from pipelines.sink.parse import classify, quarantine_rows, valid_events
 from pipelines.sink.retry import run_batch_with_retry
 from pipelines.sink.target_merge import merge_into_target, partition_values, read_values
+from pipelines.sink.upsert import latest_versions, upsert_counts
 from schemas.base import EventSchema
 
 #: The Kafka coordinates in the quarantine key. Offsets restart at 0 when a topic is recreated (or
@@ -125,8 +126,8 @@ class BatchSink:
             stages["quarantine"] = time.monotonic() - mark
 
             mark = time.monotonic()
-            key = self.config.target.dedup_key
-            deduped = materialize(dedup_on_key(valid_events(classified, self.schema), key))
+            deduped = materialize(_one_per_key(valid_events(classified, self.schema),
+                                               self.config))
             observed, seen = freshness.observe(deduped, self.schema.time_field)
             unique, values = partition_values(observed, self.config.target.partition_by)
             fresh = freshness.read(seen)  # came back with that job: no job of its own
@@ -137,7 +138,8 @@ class BatchSink:
                 query_id=query_id, records_in=records_in, quarantined=quarantined,
                 duplicates_in_batch=records_in - quarantined - unique, unique=unique,
                 started_at=started_at, stage_seconds=stages,
-                event_dates=sorted(d for d in values.get("event_date", []) if d))
+                event_dates=sorted(d for d in values.get("event_date", []) if d),
+                **upsert_counts(deduped, self.config.target))
             outcome = self._merge_target(spark, deduped, batch_id, app_id, values, planned,
                                          counts)
             stages["merge_commit"] = time.monotonic() - mark
@@ -157,8 +159,10 @@ class BatchSink:
             pipeline=self.config.name, run_id=self.run_id, query_id=query_id,
             batch_id=batch_id, records_in=records_in, quarantined=quarantined,
             duplicates_in_batch=valid - unique,
-            duplicates_by_merge=unique - outcome.inserted if outcome.committed else 0,
-            duplicates_other_date=other_date,
+            duplicates_by_merge=(unique - outcome.inserted - outcome.updated
+                                 if outcome.committed else 0),
+            duplicates_other_date=other_date, updated=outcome.updated,
+            deletes=int(counts.get("deletes", 0)),
             inserted=outcome.inserted, duration_s=time.monotonic() - start,
             started_at=started_at, replayed=not outcome.committed,
             event_dates=tuple(sorted(d for d in values.get("event_date", []) if d)),
@@ -217,3 +221,10 @@ class BatchSink:
                                         self.config.target.dedup_window)
         stages["other_date"] = time.monotonic() - mark
         return found
+
+
+def _one_per_key(events: DataFrame, config: PipelineConfig) -> DataFrame:
+    """Insert-only: the first copy per key; upsert: the latest version, flagged if a delete."""
+    if config.target.mode == "upsert":
+        return latest_versions(events, config.target)
+    return dedup_on_key(events, config.target.dedup_key)

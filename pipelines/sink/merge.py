@@ -15,10 +15,14 @@ from pyspark.sql import functions as F
 
 @dataclass(frozen=True)
 class MergeOutcome:
-    """What one MERGE did. ``committed`` is False when Delta skipped it as a replayed txn."""
+    """What one MERGE did. ``committed`` is False when Delta skipped it as a replayed txn.
+
+    ``updated`` counts rows replaced by a newer version (upsert mode; 0 for insert-only).
+    """
 
     committed: bool
     inserted: int
+    updated: int = 0
 
 
 def literal_filter(alias: str, values: Mapping[str, Iterable[Any]]) -> Column | None:

@@ -8,7 +8,7 @@ from datetime import date, datetime
 from typing import Any
 
 #: Recorded only after the commit (from the commit itself), so never in ``commit_counts``.
-AFTER_COMMIT = ("pipeline", "batch_id", "run_id", "inserted", "duplicates_by_merge",
+AFTER_COMMIT = ("pipeline", "batch_id", "run_id", "inserted", "updated", "duplicates_by_merge",
                 "duration_s", "replayed", "target_version")
 
 
@@ -29,6 +29,15 @@ class BatchMetrics:
     (``latestOffset - endOffset`` in the query's progress, summed over partitions); the
     progress exists only once the batch is over, so it is filled in afterwards
     (``pipelines/lag.py``). All are None for a batch without rows and for backfilled rows.
+
+    Upsert mode (``target.mode: upsert``): ``updated`` rows were replaced by a newer version
+    (the MERGE's ``numTargetRowsUpdated``), and ``records_in = quarantined +
+    duplicates_in_batch + duplicates_by_merge + inserted + updated``, where
+    ``duplicates_in_batch`` are older versions superseded in the batch and
+    ``duplicates_by_merge`` versions not newer than the target's. ``deletes`` is how many of the
+    batch's latest versions were deletes (tombstones offered; each counts as inserted or
+    updated when it wins, as a duplicate when an even newer version is in the target). A
+    backfilled row (``from_commit``) counts updates as ``duplicates_by_merge``.
     """
 
     pipeline: str
@@ -54,6 +63,8 @@ class BatchMetrics:
     latency_p50_s: float | None = None
     latency_p99_s: float | None = None
     lag_records: int | None = None
+    updated: int = 0
+    deletes: int = 0
 
     def as_row(self) -> dict[str, Any]:
         """A flat dict for a Delta row (event dates and stage timings become strings/JSON)."""
@@ -92,9 +103,11 @@ class BatchMetrics:
     def progress_line(self) -> str:
         """The one line printed per batch."""
         tag = " (replay: already committed, skipped)" if self.replayed else ""
+        upsert = (f"updated={self.updated} deletes={self.deletes} "
+                  if self.updated or self.deletes else "")
         return (f"batch {self.batch_id}: in={self.records_in} quarantined={self.quarantined} "
                 f"dup_in_batch={self.duplicates_in_batch} dup_by_merge={self.duplicates_by_merge} "
-                f"inserted={self.inserted} {self.duration_s:.2f}s{tag}")
+                f"inserted={self.inserted} {upsert}{self.duration_s:.2f}s{tag}")
 
 
 def commit_counts(*, query_id: str, records_in: int, quarantined: int,

@@ -16,6 +16,7 @@ from pyspark.sql.types import (
 
 from pipelines.config.model import PipelineConfig
 from pipelines.errors import DeltasinkError, SchemaError
+from pipelines.sink.upsert import DELETED, check_upsert, upsert_schema
 from pipelines.tables import TableRef
 from schemas.base import EventSchema
 
@@ -99,6 +100,10 @@ def ensure_sink_tables(spark: SparkSession, config: PipelineConfig, schema: Even
     if unknown:
         raise SchemaError(f"target.partition_by {unknown} are not columns of schema "
                           f"{schema.name}; columns are {sorted(columns)}")
+    check_upsert(spark, config.target, schema)
+    if config.target.mode == "upsert":  # a table switched from insert_only gets the flag
+        add_missing_columns(spark, config.target.ref, ((DELETED, "BOOLEAN"),))
+        target_schema = upsert_schema(target_schema)
     for ref, expected, parts in (
         (config.target.ref, target_schema, config.target.partition_by),
         (config.target.quarantine_ref, QUARANTINE_SCHEMA, ()),

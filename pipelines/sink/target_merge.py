@@ -24,6 +24,7 @@ from pipelines.sink.merge import (
     literal_filter,
     within_days,
 )
+from pipelines.sink.upsert import latest_versions, sequence_columns, upsert_merge
 
 
 def partition_values(deduped: DataFrame, partition_by: tuple[str, ...]
@@ -71,6 +72,9 @@ def merge_into_target(spark: SparkSession, config: PipelineConfig, deduped: Data
         Whether Delta committed (False: skipped as a seen txn) and how many rows were inserted.
     """
     target = config.target
+    if target.mode == "upsert":
+        return _upsert_into_target(spark, config, deduped, values, app_id, version, metadata,
+                                   before_commit)
     window = target.dedup_window  # > 0 only when event_date is a partition column
     on = tuple(c for c in (*target.partition_by, target.dedup_key)
                if not (window and c == DATE_COLUMN))
@@ -86,3 +90,26 @@ def merge_into_target(spark: SparkSession, config: PipelineConfig, deduped: Data
 
     return with_conflict_retry(attempt, retries=target.commit_retries,
                                what=f"MERGE into {target.ref.describe()}")
+
+
+def _upsert_into_target(spark: SparkSession, config: PipelineConfig, rows: DataFrame,
+                        values: dict[str, list[object]], app_id: str, version: int,
+                        metadata: str, before_commit: Callable[[], None]) -> MergeOutcome:
+    """The upsert MERGE (``pipelines.sink.upsert``) as the same one txn-guarded commit.
+
+    Matches on the key across the whole table (no partition literals: a newer version may move
+    to another partition). Rows without ``_deleted`` (a redrive's) get it from ``delete_when``.
+    """
+    target = config.target
+    if "_deleted" not in rows.columns:
+        rows = latest_versions(rows, target)
+    empty = F.lit(False) if target.partition_by and not any(values.values()) else None
+
+    def attempt() -> MergeOutcome:
+        before_commit()
+        with txn(spark, app_id, version, metadata):
+            return upsert_merge(target.ref.delta(spark), rows, target.dedup_key,
+                                sequence_columns(target.sequence_by), empty)
+
+    return with_conflict_retry(attempt, retries=target.commit_retries,
+                               what=f"upsert MERGE into {target.ref.describe()}")
