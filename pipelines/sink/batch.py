@@ -125,9 +125,9 @@ class BatchSink:
             stages["quarantine"] = time.monotonic() - mark
 
             mark = time.monotonic()
-            key = self.config.target.dedup_key
-            deduped = materialize(dedup_on_key(valid_events(classified, self.schema), key))
-            observed, seen = freshness.observe(deduped, self.schema.time_field)
+            keys = self.config.target.dedup_keys
+            deduped = materialize(dedup_on_key(valid_events(classified, self.schema), keys))
+            observed, seen = freshness.observe(deduped, self.schema.time_column)
             unique, values = partition_values(observed, self.config.target.partition_by)
             fresh = freshness.read(seen)  # came back with that job: no job of its own
             stages["dedup"] = time.monotonic() - mark
@@ -213,7 +213,7 @@ class BatchSink:
                                          values.get(DATE_COLUMN, []))
                  if isinstance(d, date)]
         found = count_other_date_copies(self.config.target.ref.read(spark), deduped,
-                                        self.config.target.dedup_key, DATE_COLUMN, dates,
+                                        self.config.target.dedup_keys, DATE_COLUMN, dates,
                                         self.config.target.dedup_window)
         stages["other_date"] = time.monotonic() - mark
         return found

@@ -104,7 +104,8 @@ def insert_only_merge(
     return MergeOutcome(committed=True, inserted=int(rows[0]["num_inserted_rows"]))
 
 
-def count_other_date_copies(target: DataFrame, source: DataFrame, key: str, date_column: str,
+def count_other_date_copies(target: DataFrame, source: DataFrame, keys: tuple[str, ...],
+                            date_column: str,
                             dates: Sequence[date], days: int) -> int:
     """Source rows whose key is in the target only under another date within ``days``.
 
@@ -114,7 +115,7 @@ def count_other_date_copies(target: DataFrame, source: DataFrame, key: str, date
     Args:
         target: the target table's rows (read after the MERGE).
         source: the batch's deduplicated rows.
-        key: the dedup key column.
+        keys: the dedup key columns.
         date_column: the date partition column.
         dates: the dates the MERGE read (the batch's dates widened by ``days``), for pruning.
         days: the dedup window.
@@ -124,9 +125,10 @@ def count_other_date_copies(target: DataFrame, source: DataFrame, key: str, date
     """
     if not dates:
         return 0
-    s = source.select(F.col(key).alias("_k"), F.col(date_column).alias("_sd"))
+    k = F.struct(*[F.col(c) for c in keys]).alias("_k")
+    s = source.select(k, F.col(date_column).alias("_sd"))
     t = (target.where(F.col(date_column).isin(list(dates)))
-         .select(F.col(key).alias("_k"), F.col(date_column).alias("_td")))
+         .select(k, F.col(date_column).alias("_td")))
     near = (s.join(t, "_k")
             .where(F.abs(F.datediff(F.col("_td"), F.col("_sd"))) <= F.lit(days))
             .groupBy("_k")

@@ -72,7 +72,7 @@ def merge_into_target(spark: SparkSession, config: PipelineConfig, deduped: Data
     """
     target = config.target
     window = target.dedup_window  # > 0 only when event_date is a partition column
-    on = tuple(c for c in (*target.partition_by, target.dedup_key)
+    on = tuple(c for c in (*target.partition_by, *target.dedup_keys)
                if not (window and c == DATE_COLUMN))
     prune = literal_filter("t", {k: read_values(config, k, vs) for k, vs in values.items()})
     if target.partition_by and not any(values.values()):
