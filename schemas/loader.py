@@ -99,10 +99,15 @@ def schema_from_mapping(raw: Any, where: str = "schema") -> EventSchema:
     for column in headers:
         _check_name(str(column), f"{where}: header column '{column}'")
     try:
-        return EventSchema(name=name, fields=specs, key=key, time_field=str(raw["event_time"]),
-                           headers=tuple((str(c), str(h)) for c, h in headers.items()))
+        schema = EventSchema(name=name, fields=specs, key=key, time_field=str(raw["event_time"]),
+                             headers=tuple((str(c), str(h)) for c, h in headers.items()))
     except ValueError as exc:
         raise SchemaError(f"{where}: {exc}") from None
+    for spec in specs:
+        if spec.name in schema.keys and not (spec.required and spec.non_empty):
+            raise SchemaError(f"{where}: key field '{spec.name}' must be required and non-empty "
+                              "(a null or blank key could never be deduplicated)")
+    return schema
 
 
 def _check_name(name: str, where: str) -> None:
@@ -152,6 +157,11 @@ def _field(name: str, raw: Any, where: str) -> FieldSpec:
     if "allowed" in raw:
         if not isinstance(raw["allowed"], list) or not raw["allowed"]:
             raise SchemaError(f"{where}: allowed must be a non-empty list of values")
+        want = str if kind == "string" else int
+        if kind in ("string", "int", "long") and any(
+                not isinstance(v, want) or isinstance(v, bool) for v in raw["allowed"]):
+            raise SchemaError(f"{where}: allowed values of a {kind} field must be "
+                              f"{'strings' if want is str else 'integers'}")
         extra["allowed"] = tuple(raw["allowed"])
     if "formats" in raw:
         extra["formats"] = tuple(str(f) for f in raw["formats"])

@@ -48,6 +48,10 @@ def base(**fields: Any) -> dict[str, Any]:
     ({**base(), "headers": {"id": "x"}}, "duplicate field or header column names"),
     ({**base(), "fields": {}}, "fields must be a non-empty mapping"),
     ({"name": "s", "key": "id", "fields": {}}, "missing 'event_time'"),
+    (base(id={"type": "string", "required": False}),
+     "key field 'id' must be required and non-empty"),
+    (base(n={"type": "string", "allowed": ["a", 1]}),
+     "field 'n': allowed values of a string field must be strings"),
 ])
 def test_a_bad_schema_is_one_line_naming_the_field_and_the_problem(
         raw: dict[str, Any], message: str) -> None:
