@@ -96,8 +96,11 @@ def insert_only_merge(
     for extra in (target_filter, condition):
         if extra is not None:
             cond = cond & extra
+    # The source's columns by name, not INSERT *: a table column the schema no longer has (a
+    # removed optional field) is then null in new rows instead of failing the MERGE.
+    values: dict[str, str | Column] = {f"`{c}`": F.col(f"s.`{c}`") for c in source.columns}
     result = (target.alias("t").merge(source.alias("s"), cond)
-              .whenNotMatchedInsertAll().execute())
+              .whenNotMatchedInsert(values=values).execute())
     rows = result.collect() if result is not None else []
     if not rows:
         return MergeOutcome(committed=False, inserted=0)

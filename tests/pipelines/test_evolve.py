@@ -9,6 +9,7 @@ import pytest
 from pyspark.sql import SparkSession
 
 from pipelines.errors import SchemaError
+from pipelines.sink.merge import insert_only_merge
 from pipelines.sink.tables import ensure_sink_tables
 from schemas.base import EventSchema
 from schemas.loader import schema_from_mapping
@@ -65,3 +66,18 @@ def test_an_incompatible_change_is_refused_naming_the_column_and_the_migration(
         ensure_sink_tables(spark, cfg, changed)
     assert message in str(err.value) and "\n" not in str(err.value)
     assert cfg.target.ref.delta(spark).history().count() == before  # nothing was altered
+
+
+def test_a_removed_optional_field_keeps_its_column_and_new_rows_land_with_null(
+        spark: SparkSession, lake: Path) -> None:
+    cfg = make_config(lake, "127.0.0.1:9", "t", target={"dedup_key": "id"})
+    with_note = schema(note={"type": "string", "required": False})
+    ensure_sink_tables(spark, cfg, with_note)
+    without = schema()
+    ensure_sink_tables(spark, cfg, without)  # accepted: the column stays, nullable
+    rows = spark.sql("SELECT 'b' AS id, 2 AS n, now() AS at, current_date() AS event_date, "
+                     "'t' AS kafka_topic, 0L AS kafka_partition, 1L AS kafka_offset, "
+                     "now() AS kafka_timestamp, now() AS ingested_at")
+    outcome = insert_only_merge(cfg.target.ref.delta(spark), rows, ("id",))
+    assert outcome.inserted == 1
+    assert cfg.target.ref.read(spark).select("id", "note").collect() == [("b", None)]
