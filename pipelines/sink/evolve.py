@@ -7,7 +7,9 @@ Compared by column name with the schema's target struct (:meth:`EventSchema.targ
 * such a column that is required: refused (old rows would break its NOT NULL);
 * a column whose type differs (``int`` -> ``long``, a struct that gained a field): refused;
 * a NOT NULL table column the schema no longer has (a removed or renamed required field):
-  refused (every new row would violate it).
+  refused (every new row would violate it);
+* a nullable table column the schema no longer has (a removed optional field): kept, and null
+  in new rows (the MERGE inserts the source's columns by name).
 
 Refusals name every column and the migration. The ALTER TABLE is its own Delta commit, outside
 the batch's txn-guarded MERGE, and that is safe: it only adds nullable columns (no row changes,
