@@ -25,7 +25,6 @@ from pipelines.sink.merge import MergeOutcome, insert_only_merge
 from pipelines.sink.metrics import BatchMetrics
 from pipelines.sink.parse import classify, valid_events
 from pipelines.sink.tables import ensure_sink_tables
-from schemas import get_schema
 
 #: The peer approach needs a watermark longer than the events' spread (3 days), or it would
 #: drop late records instead of deduplicating them.
@@ -67,7 +66,7 @@ def floor(bootstrap: str, topic: str) -> tuple[Batches, int]:
 
 
 def _parsed(spark: SparkSession, config: PipelineConfig) -> DataFrame:
-    schema = get_schema(config.schema_name)
+    schema = config.event_schema()
     raw = read_stream(spark, config, "earliest")
     return valid_events(classify(raw, schema, config.source.max_record_bytes), schema)
 
@@ -83,7 +82,7 @@ def append(spark: SparkSession, config: PipelineConfig, where: Target) -> tuple[
 def watermark(spark: SparkSession, config: PipelineConfig, where: Target) -> tuple[Batches, int]:
     """The peer approach: ``withWatermark`` + ``dropDuplicatesWithinWatermark``, then append."""
     deduped = (_parsed(spark, config).withWatermark("event_time", WATERMARK_DELAY)
-               .dropDuplicatesWithinWatermark([config.target.dedup_key]))
+               .dropDuplicatesWithinWatermark(list(config.target.dedup_keys)))
     writer = (deduped.writeStream.format("delta").outputMode("append")
               .partitionBy(*config.target.partition_by))
     rows = run_available_now(writer, str(where.checkpoint), str(where.table))
@@ -95,11 +94,11 @@ class NaiveMergeSink(BatchSink):
 
     def _merge_target(self, spark: SparkSession, deduped: DataFrame, batch_id: int,
                       app_id: str, values: dict[str, list[object]]) -> MergeOutcome:
-        key = self.config.target.dedup_key
+        keys = self.config.target.dedup_keys
 
         def attempt() -> MergeOutcome:
             with txn(spark, app_id, batch_id, None):
-                return insert_only_merge(self.config.target.ref.delta(spark), deduped, (key,))
+                return insert_only_merge(self.config.target.ref.delta(spark), deduped, keys)
 
         return with_conflict_retry(attempt, retries=0, what="naive MERGE")
 
@@ -107,11 +106,11 @@ class NaiveMergeSink(BatchSink):
 def naive_merge(spark: SparkSession, config: PipelineConfig,
                 where: Target) -> tuple[Batches, int]:
     """Parse, dedup in batch, then ``MERGE ... ON t.event_id = s.event_id`` (full-table join)."""
-    ensure_sink_tables(spark, config, get_schema(config.schema_name))
+    ensure_sink_tables(spark, config, config.event_schema())
     metrics: list[BatchMetrics] = []
     run_id = uuid.uuid4().hex[:12]
     query_id = f"naive-{run_id}"
-    sink = NaiveMergeSink(config, get_schema(config.schema_name), run_id,
+    sink = NaiveMergeSink(config, config.event_schema(), run_id,
                           lambda _s: query_id, on_batch=metrics.append)
     writer = read_stream(spark, config, "earliest").writeStream.foreachBatch(sink)
     run_available_now(writer, str(where.checkpoint))

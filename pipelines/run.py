@@ -28,7 +28,6 @@ from pipelines.resume import Resume, agree, recover
 from pipelines.sink.batch import BatchSink
 from pipelines.sink.metrics import BatchMetrics, RunResult
 from pipelines.sink.tables import ensure_sink_tables
-from schemas import get_schema
 
 log = logging.getLogger("deltasink")
 Progress = Callable[[str], None]
@@ -62,7 +61,7 @@ def run_pipeline(spark: SparkSession, config: PipelineConfig, *, trigger: str = 
         DeltasinkError: a subclass naming what went wrong; nothing partial is left behind.
     """
     say = progress or log.info
-    schema = get_schema(config.schema_name)
+    schema = config.event_schema()
     run_id = uuid.uuid4().hex[:12]
     partitions = topics.wait_for_source(spark, config.source, config.source.broker_timeout)
     preflight.check_locations(spark, config)
@@ -122,7 +121,7 @@ def _stream(spark: SparkSession, config: PipelineConfig, run_id: str, trigger: s
             start = starting_offsets(resume.offsets, partitions, start)
             if resume.offsets:
                 say("no checkpoint state: resuming from the offsets recorded in the target table")
-        sink = BatchSink(config, get_schema(config.schema_name), run_id,
+        sink = BatchSink(config, config.event_schema(), run_id,
                          lambda s: checkpoint.query_id(s, config.checkpoint),
                          lambda s, b: checkpoint.planned_offsets(s, config.checkpoint, b),
                          guard=lease.verify, on_batch=on_batch, say=say,

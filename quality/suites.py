@@ -41,7 +41,7 @@ from pipelines.lag import Lag
 from pipelines.sink.metrics import RunResult
 from pipelines.sink.upsert import DELETED
 from quality.model import ExpectationOutcome
-from schemas import EventSchema, get_schema
+from schemas import EventSchema
 
 #: The expectation name of the quarantine-share check (it is computed, not run by GX).
 QUARANTINE_EXPECTATION = "expect_quarantine_ratio_below_threshold"
@@ -66,23 +66,24 @@ def target_suite(
 
     Args:
         config: the pipeline configuration (dedup key, partitioning, future-skew bound).
-        schema: the event schema; defaults to ``config.schema_name`` from the registry.
+        schema: the event schema; defaults to the config's (``config.event_schema()``).
         now: the reference time for the future-skew bound (UTC); defaults to the current time.
 
     Returns:
         A new, unsaved suite.
     """
-    schema = schema or get_schema(config.schema_name)
+    schema = schema or config.event_schema()
     now = now or datetime.now(UTC)
-    key = config.target.dedup_key
+    keys = list(config.target.dedup_keys)
     latest_allowed = now + timedelta(seconds=config.quality.max_future_skew)
     expectations: list[Expectation] = [
         ExpectColumnToExist(column=column) for column in schema.target_schema().fieldNames()
     ]
-    expectations.append(ExpectColumnValuesToBeUnique(column=key))
-    if DATE_COLUMN in config.target.partition_by and key != DATE_COLUMN:
-        expectations.append(ExpectCompoundColumnsToBeUnique(column_list=[key, DATE_COLUMN]))
-    not_null = [key, *(f.name for f in schema.fields if f.required and f.name != key)]
+    expectations.append(ExpectColumnValuesToBeUnique(column=keys[0]) if len(keys) == 1
+                        else ExpectCompoundColumnsToBeUnique(column_list=keys))
+    if DATE_COLUMN in config.target.partition_by and DATE_COLUMN not in keys:
+        expectations.append(ExpectCompoundColumnsToBeUnique(column_list=[*keys, DATE_COLUMN]))
+    not_null = [*keys, *(f.name for f in schema.fields if f.required and f.name not in keys)]
     if config.target.mode == "upsert":  # every row is a key's latest version or its tombstone
         expectations.append(ExpectColumnToExist(column=DELETED))
         not_null += [c for c in (config.target.sequence_by, DELETED) if c not in not_null
@@ -90,9 +91,9 @@ def target_suite(
     expectations.extend(ExpectColumnValuesToNotBeNull(column=column) for column in not_null)
     expectations.append(
         ExpectColumnValuesToBeBetween(
-            column=schema.time_field,
+            column=schema.time_column,
             max_value=latest_allowed.replace(tzinfo=None),
-            meta={"notes": f"{schema.time_field} must not be later than validation time + "
+            meta={"notes": f"{schema.time_column} must not be later than validation time + "
                            f"{config.quality.max_future_skew:g}s (UTC)"},
         )
     )

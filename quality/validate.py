@@ -123,7 +123,7 @@ def validate_table(
 
     suite = target_suite(config, now=validated_at)
     outcomes, docs_index = run_suite(
-        rows, suite, key=config.target.dedup_key, docs_dir=Path(config.quality.docs_dir),
+        rows, suite, key=config.target.dedup_keys[0], docs_dir=Path(config.quality.docs_dir),
         run_name=run_id, run_time=validated_at)
     results: list[ExpectationOutcome] = list(outcomes)
     if run is not None:

@@ -1,6 +1,7 @@
 """The registry of event schemas: one module per schema, each defining ``SCHEMA``.
 
-Adding a schema means adding ``schemas/<name>.py``; nothing else changes.
+Adding a schema means adding ``schemas/<name>.py``; nothing else changes. A pipeline may instead
+declare its schema in YAML (:mod:`schemas.loader`); :func:`resolve_schema` takes either.
 """
 
 from __future__ import annotations
@@ -11,9 +12,9 @@ import pkgutil
 from pipelines.errors import SchemaError
 from schemas.base import EventSchema, FieldSpec
 
-__all__ = ["EventSchema", "FieldSpec", "available_schemas", "get_schema"]
+__all__ = ["EventSchema", "FieldSpec", "available_schemas", "get_schema", "resolve_schema"]
 
-_NOT_SCHEMAS = {"base"}
+_NOT_SCHEMAS = {"base", "loader"}
 
 
 def available_schemas() -> list[str]:
@@ -41,3 +42,24 @@ def get_schema(name: str) -> EventSchema:
     if not isinstance(schema, EventSchema):
         raise SchemaError(f"schemas/{name}.py does not define SCHEMA = EventSchema(...)")
     return schema
+
+
+def resolve_schema(source: object) -> EventSchema:
+    """The schema a config's ``schema:`` value names.
+
+    Args:
+        source: a registered name (``events_v1``), a YAML mapping, or a YAML file's path
+            (absolute: the config loader resolves it against the config file's folder).
+
+    Raises:
+        SchemaError: unknown, unreadable or invalid.
+    """
+    from schemas.loader import is_schema_file, load_schema_file, schema_from_mapping
+
+    if isinstance(source, dict):
+        return schema_from_mapping(source)
+    if not isinstance(source, str):
+        raise SchemaError("schema must be a registered name, a mapping or a YAML file's path")
+    if is_schema_file(source):
+        return load_schema_file(source)
+    return get_schema(source)

@@ -17,9 +17,12 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, SecretStr, field_validator, model_validator
 
 from pipelines.config.cadence import Cadence, default_cadence
+from pipelines.config.schema import key_from_schema
 from pipelines.config.units import parse_duration, parse_whole_days
 from pipelines.config.upsert import KAFKA_SEQUENCE, Mode, check_mode
 from pipelines.tables import TableRef
+from schemas import EventSchema, resolve_schema
+from schemas.loader import is_schema_file
 
 _FROZEN = ConfigDict(frozen=True, extra="forbid")
 #: The partition column the dedup window widens.
@@ -73,7 +76,7 @@ class TargetConfig(BaseModel):
     table: str | None = None
     quarantine_path: str | None = None
     quarantine_table: str | None = None
-    dedup_key: str = "event_id"
+    dedup_key: str | tuple[str, ...] = "event_id"
     partition_by: tuple[str, ...] = ("event_date",)
     commit_retries: int = Field(10, ge=0)
     dedup_window: int = Field(DEFAULT_DEDUP_WINDOW_DAYS, ge=0, le=MAX_DEDUP_WINDOW_DAYS)
@@ -106,6 +109,11 @@ class TargetConfig(BaseModel):
                              "set dedup_window: 0d")
         check_mode(self.mode, self.sequence_by, self.delete_when, self.dedup_window)
         return self
+
+    @property
+    def dedup_keys(self) -> tuple[str, ...]:
+        """The dedup key's columns (one, or several for a composite key)."""
+        return (self.dedup_key,) if isinstance(self.dedup_key, str) else self.dedup_key
 
     @property
     def ref(self) -> TableRef:
@@ -199,12 +207,29 @@ class PipelineConfig(BaseModel):
 
     name: str = Field(pattern=r"^[A-Za-z0-9_.-]{1,100}$")
     source: SourceConfig
-    schema_name: str = Field("events_v1", alias="schema")
+    schema_source: str | dict[str, Any] = Field("events_v1", alias="schema")
+    """A registered schema's name, an inline YAML schema, or the path of a YAML schema file."""
     target: TargetConfig
     checkpoint: str
     quality: QualityConfig = Field(default_factory=QualityConfig)  # type: ignore[arg-type]
     spark: SparkConfig = Field(default_factory=SparkConfig)  # type: ignore[arg-type]
     config_file: str | None = Field(None, exclude=True)
+
+    _key_from_schema = model_validator(mode="before")(key_from_schema)
+
+    @property
+    def schema_name(self) -> str:
+        """The event schema's name."""
+        return self.event_schema().name if isinstance(self.schema_source, dict) or \
+            is_schema_file(self.schema_source) else self.schema_source
+
+    def event_schema(self) -> EventSchema:
+        """The event schema: registered, inline or from its file.
+
+        Raises:
+            SchemaError: unknown, unreadable or invalid.
+        """
+        return resolve_schema(self.schema_source)
 
     @property
     def describe(self) -> str:
@@ -260,4 +285,7 @@ def resolve_relative_paths(raw: dict[str, Any], base: Path) -> dict[str, Any]:
         value = holder.get(key)
         if isinstance(value, str) and value and ":" not in value and not value.startswith("/"):
             holder[key] = str((base / value).resolve())
+    schema = out.get("schema")
+    if isinstance(schema, str) and is_schema_file(schema) and not schema.startswith("/"):
+        out["schema"] = str((base / schema).resolve())
     return out

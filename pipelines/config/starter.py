@@ -26,7 +26,7 @@ _TEMPLATE = """\
 # DELTASINK_SOURCE__OPTIONS__SASL_JAAS_CONFIG for a secret Kafka option); see the README.
 
 name: {name}{pad_name}# letters, digits, _ . -; part of every commit's txnAppId
-# schema: events_v1                  # an event schema registered in schemas/
+# schema: events_v1                  # registered in schemas/, or a YAML file (orders.schema.yml)
 
 source:
   bootstrap_servers: {bootstrap}
@@ -42,7 +42,7 @@ source:
 target:
   {target_key}: {target}
   # {quarantine_key}: {quarantine}
-  # dedup_key: event_id              # a required, non-blank field of the schema
+  # dedup_key: event_id              # default: the schema's key (one field or several)
   # partition_by: [event_date]
   # dedup_window: 1d                 # whole days: a key within +-N days of a row's date is a copy
   # commit_retries: 10               # retries on Delta concurrency conflicts

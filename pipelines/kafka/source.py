@@ -52,7 +52,8 @@ def read_stream(spark: SparkSession, config: PipelineConfig, start: str) -> Data
         start: the ``startingOffsets`` value (ignored by Spark once the checkpoint has state).
 
     Returns:
-        Rows of ``key, value, topic, partition, offset, timestamp, timestampType``.
+        Rows of ``key, value, topic, partition, offset, timestamp, timestampType`` (and
+        ``headers`` when the schema selects header columns).
     """
     src = config.source
     reader = (spark.readStream.format("kafka")
@@ -63,6 +64,8 @@ def read_stream(spark: SparkSession, config: PipelineConfig, start: str) -> Data
         reader = reader.option("subscribePattern", src.topic_pattern)
     else:
         reader = reader.option("subscribe", ",".join(src.topics))
+    if config.event_schema().headers:  # only then: it costs a column per record
+        reader = reader.option("includeHeaders", "true")
     for key, value in client_options(src).items():
         reader = reader.option(f"kafka.{key}", value)
     return reader.load()

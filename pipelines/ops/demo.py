@@ -123,7 +123,7 @@ def summarize(config: PipelineConfig) -> int:
     spark = get_spark("deltasink-demo")
     target = config.target.ref.read(spark)
     rows = target.count()
-    distinct = target.select(config.target.dedup_key).distinct().count()
+    distinct = target.select(*config.target.dedup_keys).distinct().count()
     quarantine = config.target.quarantine_ref.read(spark)
     reasons = {(r["reason"], r["redriven_version"]): r["n"] for r in quarantine.groupBy(
         "reason", "redriven_version").agg(F.count("*").alias("n")).collect()}

@@ -28,7 +28,7 @@ from pipelines.sink.materialize import materialize, release
 from pipelines.sink.parse import classify, record_hash, valid_events
 from pipelines.sink.tables import ensure_sink_tables
 from pipelines.sink.target_merge import partition_values
-from schemas import EventSchema, get_schema
+from schemas import EventSchema
 
 #: The old reason, carried through the re-parse.
 OLD_REASON = "_old_reason"
@@ -168,7 +168,7 @@ def plan_redrive(spark: SparkSession, config: PipelineConfig, schema: EventSchem
     outcomes = {(str(r[OLD_REASON]), r["_reason"]): int(r["n"]) for r in classified
                 .groupBy(OLD_REASON, "_reason").agg(F.count(F.lit(1)).alias("n")).collect()}
     deduped = materialize(dedup_on_key(valid_events(classified, schema),
-                                       config.target.dedup_key))
+                                       config.target.dedup_keys))
     unique, values = partition_values(deduped, config.target.partition_by)
     plan = RedrivePlan(version, classified, deduped, values, unique, outcomes)
     say(f"redrive plan: quarantine version {version}, {plan.selected} rows selected with schema "
@@ -197,7 +197,7 @@ def redrive(spark: SparkSession, config: PipelineConfig, *, reason: str | None =
         CheckpointError: the pipeline is running (it holds the checkpoint's lease).
         CommitError: a commit failed; what was committed is consistent, run it again.
     """
-    schema = get_schema(config.schema_name)
+    schema = config.event_schema()
     when = parse_since(since)
     if not config.target.ref.exists(spark):
         raise ConfigError(f"target {config.target.ref.describe()} does not exist; run the "

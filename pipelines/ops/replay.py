@@ -28,7 +28,6 @@ from pipelines.kafka.source import read_stream
 from pipelines.runtime.hadoop import HadoopFS
 from pipelines.sink.batch import BatchSink
 from pipelines.sink.metrics import BatchMetrics
-from schemas import get_schema
 
 Offsets = dict[str, dict[int, int]]
 
@@ -119,7 +118,7 @@ def replay(spark: SparkSession, config: PipelineConfig, from_timestamp: str, *,
     say(f"replay {replay_id}: {todo} records of {','.join(sorted(start))} from {from_timestamp}")
     if todo:
         location = f"{config.checkpoint.rstrip('/')}.replay-{replay_id}"
-        sink = BatchSink(config, get_schema(config.schema_name), f"replay-{replay_id}",
+        sink = BatchSink(config, config.event_schema(), f"replay-{replay_id}",
                          lambda _s: replay_id,
                          lambda s, b: checkpoint.planned_offsets(s, location, b),
                          on_batch=batches.append, replay=True, say=say)

@@ -128,7 +128,7 @@ class BatchSink:
             mark = time.monotonic()
             deduped = materialize(_one_per_key(valid_events(classified, self.schema),
                                                self.config))
-            observed, seen = freshness.observe(deduped, self.schema.time_field)
+            observed, seen = freshness.observe(deduped, self.schema.time_column)
             unique, values = partition_values(observed, self.config.target.partition_by)
             fresh = freshness.read(seen)  # came back with that job: no job of its own
             stages["dedup"] = time.monotonic() - mark
@@ -217,7 +217,7 @@ class BatchSink:
                                          values.get(DATE_COLUMN, []))
                  if isinstance(d, date)]
         found = count_other_date_copies(self.config.target.ref.read(spark), deduped,
-                                        self.config.target.dedup_key, DATE_COLUMN, dates,
+                                        self.config.target.dedup_keys, DATE_COLUMN, dates,
                                         self.config.target.dedup_window)
         stages["other_date"] = time.monotonic() - mark
         return found
@@ -227,4 +227,4 @@ def _one_per_key(events: DataFrame, config: PipelineConfig) -> DataFrame:
     """Insert-only: the first copy per key; upsert: the latest version, flagged if a delete."""
     if config.target.mode == "upsert":
         return latest_versions(events, config.target)
-    return dedup_on_key(events, config.target.dedup_key)
+    return dedup_on_key(events, config.target.dedup_keys)

@@ -1,4 +1,4 @@
-"""Deterministic in-batch deduplication on the event key."""
+"""Deterministic in-batch deduplication on the event key (one column or several)."""
 
 from __future__ import annotations
 
@@ -10,18 +10,19 @@ from pyspark.sql import functions as F
 FIRST_BY = ("kafka_timestamp", "kafka_topic", "kafka_partition", "kafka_offset")
 
 
-def dedup_on_key(events: DataFrame, key: str, order_by: tuple[str, ...] = FIRST_BY) -> DataFrame:
-    """Keep one row per ``key``: the first by ``order_by``.
+def dedup_on_key(events: DataFrame, keys: tuple[str, ...],
+                 order_by: tuple[str, ...] = FIRST_BY) -> DataFrame:
+    """Keep one row per ``keys`` tuple: the first by ``order_by``.
 
     Args:
         events: parsed, valid event rows.
-        key: the dedup key column (e.g. ``event_id``).
+        keys: the dedup key columns (e.g. ``("event_id",)``; several for a composite key).
         order_by: the columns that pick the survivor, ascending.
 
     Returns:
         ``events`` with at most one row per key, same columns.
     """
-    window = Window.partitionBy(key).orderBy(*[F.col(c).asc_nulls_last() for c in order_by])
+    window = Window.partitionBy(*keys).orderBy(*[F.col(c).asc_nulls_last() for c in order_by])
     return (events.withColumn("_rank", F.row_number().over(window))
             .where(F.col("_rank") == 1)
             .drop("_rank"))

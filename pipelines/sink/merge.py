@@ -100,15 +100,19 @@ def insert_only_merge(
     for extra in (target_filter, condition):
         if extra is not None:
             cond = cond & extra
+    # The source's columns by name, not INSERT *: a table column the schema no longer has (a
+    # removed optional field) is then null in new rows instead of failing the MERGE.
+    values: dict[str, str | Column] = {f"`{c}`": F.col(f"s.`{c}`") for c in source.columns}
     result = (target.alias("t").merge(source.alias("s"), cond)
-              .whenNotMatchedInsertAll().execute())
+              .whenNotMatchedInsert(values=values).execute())
     rows = result.collect() if result is not None else []
     if not rows:
         return MergeOutcome(committed=False, inserted=0)
     return MergeOutcome(committed=True, inserted=int(rows[0]["num_inserted_rows"]))
 
 
-def count_other_date_copies(target: DataFrame, source: DataFrame, key: str, date_column: str,
+def count_other_date_copies(target: DataFrame, source: DataFrame, keys: tuple[str, ...],
+                            date_column: str,
                             dates: Sequence[date], days: int) -> int:
     """Source rows whose key is in the target only under another date within ``days``.
 
@@ -118,7 +122,7 @@ def count_other_date_copies(target: DataFrame, source: DataFrame, key: str, date
     Args:
         target: the target table's rows (read after the MERGE).
         source: the batch's deduplicated rows.
-        key: the dedup key column.
+        keys: the dedup key columns.
         date_column: the date partition column.
         dates: the dates the MERGE read (the batch's dates widened by ``days``), for pruning.
         days: the dedup window.
@@ -128,9 +132,10 @@ def count_other_date_copies(target: DataFrame, source: DataFrame, key: str, date
     """
     if not dates:
         return 0
-    s = source.select(F.col(key).alias("_k"), F.col(date_column).alias("_sd"))
+    k = F.struct(*[F.col(c) for c in keys]).alias("_k")
+    s = source.select(k, F.col(date_column).alias("_sd"))
     t = (target.where(F.col(date_column).isin(list(dates)))
-         .select(F.col(key).alias("_k"), F.col(date_column).alias("_td")))
+         .select(k, F.col(date_column).alias("_td")))
     near = (s.join(t, "_k")
             .where(F.abs(F.datediff(F.col("_td"), F.col("_sd"))) <= F.lit(days))
             .groupBy("_k")

@@ -5,8 +5,10 @@
 
 ``tombstone`` (null value) · ``oversized`` (value over ``max_record_bytes``) · ``invalid_utf8`` ·
 ``invalid_json`` · ``not_an_object`` · then, per schema field: ``missing:<f>`` (absent or null),
-``bad_type:<f>``, ``empty:<f>``, ``too_long:<f>``, ``bad_timestamp:<f>`` (unparseable, no zone,
-or a UTC year outside 1000..9999).
+``bad_type:<f>``, ``out_of_range:<f>``, ``empty:<f>``, ``too_long:<f>``, ``not_allowed:<f>``,
+``bad_timestamp:<f>`` (unparseable, no zone, or a UTC year outside 1000..9999), ``bad_date:<f>``,
+``bad_item:<f>`` (see :mod:`pipelines.sink.fields`) · ``missing:kafka.key`` (a schema keyed on
+the Kafka key, a record without one).
 """
 
 from __future__ import annotations
@@ -14,13 +16,9 @@ from __future__ import annotations
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
-from schemas.base import EventSchema, FieldSpec
+from pipelines.sink import fields
+from schemas.base import KAFKA_KEY, KAFKA_KEY_COLUMN, KAFKA_TIMESTAMP, EventSchema, FieldSpec
 
-#: An ISO-8601 timestamp must end with a zone: Z, +hh, +hhmm or +hh:mm.
-_ZONE_SUFFIX = r"(?i)(z|[+-][0-9]{2}(:?[0-9]{2})?)$"
-#: Years an event time may have (UTC). Spark parses far wider ranges, but event_date must also
-#: be a Python date and a java.sql.Date literal (4-digit years) for the partition-pruned MERGE.
-_YEARS = (1000, 9999)
 _V = "_variant"
 QUARANTINE_COLUMNS = ("kafka_topic", "kafka_partition", "kafka_offset", "kafka_timestamp",
                       "kafka_key", "raw_value", "reason", "pipeline", "batch_id", "quarantined_at",
@@ -28,35 +26,7 @@ QUARANTINE_COLUMNS = ("kafka_topic", "kafka_partition", "kafka_offset", "kafka_t
 
 
 def _field_variant(spec: FieldSpec) -> Column:
-    return F.variant_get(F.col(_V), f"$.{spec.name}", "variant")
-
-
-def _field_checks(spec: FieldSpec) -> list[tuple[Column, str]]:
-    """(failure condition, reason) pairs for one field, in order."""
-    value = _field_variant(spec)
-    absent = value.isNull() | F.is_variant_null(value)
-    kind = F.schema_of_variant(value)
-    checks: list[tuple[Column, str]] = []
-    if spec.required:
-        checks.append((absent, f"missing:{spec.name}"))
-    present = ~absent
-    if spec.kind == "object":
-        checks.append((present & ~F.startswith(F.to_json(value), F.lit("{")),
-                       f"bad_type:{spec.name}"))
-        return checks
-    checks.append((present & (kind != F.lit("STRING")), f"bad_type:{spec.name}"))
-    text = F.try_variant_get(F.col(_V), f"$.{spec.name}", "string")
-    if spec.non_empty:
-        checks.append((present & (F.trim(text) == F.lit("")), f"empty:{spec.name}"))
-    if spec.max_length is not None:
-        checks.append((present & (F.length(text) > F.lit(spec.max_length)),
-                       f"too_long:{spec.name}"))
-    if spec.kind == "timestamp":
-        stamp = _timestamp(spec, text)
-        year = F.year(_utc(stamp))
-        unparseable = stamp.isNull() | (year < F.lit(_YEARS[0])) | (year > F.lit(_YEARS[1]))
-        checks.append((present & unparseable, f"bad_timestamp:{spec.name}"))
-    return checks
+    return fields.child(F.col(_V), spec.name)
 
 
 def _once_per_row(expr: Column) -> Column:
@@ -70,25 +40,12 @@ def _once_per_row(expr: Column) -> Column:
     return F.when(F.spark_partition_id() >= F.lit(0), expr)
 
 
-def _utc(stamp: Column) -> Column:
-    """The UTC wall-clock time of a timestamp, whatever the session time zone."""
-    return F.to_utc_timestamp(stamp, F.current_timezone())
-
-
-def _field_value(spec: FieldSpec) -> Column:
-    if spec.kind == "object":
-        return F.to_json(_field_variant(spec))
-    text = F.try_variant_get(F.col(_V), f"$.{spec.name}", "string")
-    return _timestamp(spec, text) if spec.kind == "timestamp" else text
-
-
-def _timestamp(spec: FieldSpec, text: Column) -> Column:
-    """``text`` as a timestamp: ISO-8601 with a zone, else the first of ``spec.formats`` that
-    parses it (each names a zone); null when none does."""
-    iso = F.when(text.rlike(_ZONE_SUFFIX), text.try_cast("timestamp"))
-    if not spec.formats:
-        return iso
-    return F.coalesce(iso, *[F.try_to_timestamp(text, F.lit(f)) for f in spec.formats])
+def _header(raw: DataFrame, name: str) -> Column:
+    """The value of Kafka header ``name`` as UTF-8 text (the first one if repeated), or null."""
+    if "headers" not in raw.columns:  # a redrive: quarantine rows keep no headers
+        return F.lit(None).cast("string")
+    match = F.filter(F.col("headers"), lambda h: h["key"] == F.lit(name))
+    return F.get(match, 0)["value"].cast("string")
 
 
 def classify(raw: DataFrame, schema: EventSchema, max_record_bytes: int,
@@ -117,12 +74,18 @@ def classify(raw: DataFrame, schema: EventSchema, max_record_bytes: int,
         (F.col(_V).isNull(), "invalid_json"),
         (~F.startswith(F.ltrim(value.cast("string")), F.lit("{")), "not_an_object"),
     ]
-    checks = envelope + [c for spec in schema.fields for c in _field_checks(spec)]
+    checks = envelope + [c for spec in schema.fields
+                         for c in fields.checks(spec, _field_variant(spec), spec.name)]
+    if KAFKA_KEY in schema.keys:
+        checks.append((F.col("key").isNull(), f"missing:{KAFKA_KEY}"))
     reason = F.coalesce(*[F.when(cond, F.lit(text)) for cond, text in checks])
-    event_time = _field_value(schema.field(schema.time_field))
+    event_time = F.col("timestamp") if schema.time_field == KAFKA_TIMESTAMP else \
+        fields.value_of(schema.field(schema.time_field), _field_variant(schema.field(
+            schema.time_field)))
     return parsed.select(
-        *[_field_value(spec).alias(spec.name) for spec in schema.fields],
-        F.to_date(_utc(event_time)).alias("event_date"),
+        *[fields.value_of(spec, _field_variant(spec)).alias(spec.name) for spec in schema.fields],
+        *[_header(raw, header).alias(column) for column, header in schema.headers],
+        F.to_date(fields.utc(event_time)).alias("event_date"),
         F.col("topic").alias("kafka_topic"),
         F.col("partition").cast("long").alias("kafka_partition"),
         F.col("offset").alias("kafka_offset"),
@@ -136,7 +99,10 @@ def classify(raw: DataFrame, schema: EventSchema, max_record_bytes: int,
 
 def valid_events(classified: DataFrame, schema: EventSchema) -> DataFrame:
     """The good records, as target rows (schema fields, ``event_date``, Kafka coordinates)."""
-    columns = [spec.name for spec in schema.fields]
+    columns = [F.col(spec.name) for spec in schema.fields]
+    columns += [F.col(column) for column, _ in schema.headers]
+    if KAFKA_KEY in schema.keys:
+        columns.append(F.col("kafka_key").cast("string").alias(KAFKA_KEY_COLUMN))
     return classified.where(F.col("_reason").isNull()).select(
         *columns, "event_date", "kafka_topic", "kafka_partition", "kafka_offset",
         "kafka_timestamp", F.current_timestamp().alias("ingested_at"))

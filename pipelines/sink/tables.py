@@ -16,6 +16,7 @@ from pyspark.sql.types import (
 
 from pipelines.config.model import PipelineConfig
 from pipelines.errors import DeltasinkError, SchemaError
+from pipelines.sink.evolve import evolve_target
 from pipelines.sink.upsert import DELETED, check_upsert, upsert_schema
 from pipelines.tables import TableRef
 from schemas.base import EventSchema
@@ -89,13 +90,17 @@ def check_dedup_key(key: str, schema: EventSchema) -> None:
 def ensure_sink_tables(spark: SparkSession, config: PipelineConfig, schema: EventSchema) -> None:
     """Create the target and quarantine tables if missing; check them if present.
 
+    An existing target gains the schema's new nullable columns first (see
+    :mod:`pipelines.sink.evolve`).
+
     Raises:
         SchemaError: the dedup key or partition columns are not in the schema, or an existing
-            table's columns do not match.
+            table's columns do not match (an incompatible schema change).
     """
     target_schema = schema.target_schema()
     columns = set(target_schema.fieldNames())
-    check_dedup_key(config.target.dedup_key, schema)
+    for key in config.target.dedup_keys:
+        check_dedup_key(key, schema)
     unknown = [p for p in config.target.partition_by if p not in columns]
     if unknown:
         raise SchemaError(f"target.partition_by {unknown} are not columns of schema "
@@ -110,6 +115,8 @@ def ensure_sink_tables(spark: SparkSession, config: PipelineConfig, schema: Even
     ):
         if expected is QUARANTINE_SCHEMA:
             add_missing_columns(spark, ref, QUARANTINE_ADDED)
+        else:
+            evolve_target(spark, ref, expected, _sql_name(ref))
         create_or_check(spark, ref, expected, tuple(parts))
     relax_not_null(spark, config.target.ref, target_schema)
 

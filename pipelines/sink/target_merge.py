@@ -76,7 +76,7 @@ def merge_into_target(spark: SparkSession, config: PipelineConfig, deduped: Data
         return _upsert_into_target(spark, config, deduped, values, app_id, version, metadata,
                                    before_commit)
     window = target.dedup_window  # > 0 only when event_date is a partition column
-    on = tuple(c for c in (*target.partition_by, target.dedup_key)
+    on = tuple(c for c in (*target.partition_by, *target.dedup_keys)
                if not (window and c == DATE_COLUMN))
     prune = literal_filter("t", {k: read_values(config, k, vs) for k, vs in values.items()})
     if target.partition_by and not any(values.values()):
@@ -108,7 +108,7 @@ def _upsert_into_target(spark: SparkSession, config: PipelineConfig, rows: DataF
     def attempt() -> MergeOutcome:
         before_commit()
         with txn(spark, app_id, version, metadata):
-            return upsert_merge(target.ref.delta(spark), rows, target.dedup_key,
+            return upsert_merge(target.ref.delta(spark), rows, target.dedup_keys,
                                 sequence_columns(target.sequence_by), empty)
 
     return with_conflict_retry(attempt, retries=target.commit_retries,

@@ -40,18 +40,19 @@ def sequence_columns(sequence_by: str) -> tuple[str, ...]:
     return KAFKA_ORDER if sequence_by == KAFKA_SEQUENCE else (sequence_by, *KAFKA_ORDER)
 
 
-def keep_latest(events: DataFrame, key: str, sequence: tuple[str, ...]) -> DataFrame:
-    """Keep one row per ``key``: the highest by ``sequence`` (a total order: deterministic).
+def keep_latest(events: DataFrame, keys: tuple[str, ...], sequence: tuple[str, ...]
+                ) -> DataFrame:
+    """Keep one row per key: the highest by ``sequence`` (a total order: deterministic).
 
     Args:
         events: parsed, valid event rows.
-        key: the key column.
+        keys: the key columns (one, or several for a composite key).
         sequence: the ordering columns, most significant first (``sequence_columns``).
 
     Returns:
         ``events`` with at most one row per key, same columns.
     """
-    window = Window.partitionBy(key).orderBy(*[F.col(c).desc_nulls_last() for c in sequence])
+    window = Window.partitionBy(*keys).orderBy(*[F.col(c).desc_nulls_last() for c in sequence])
     return (events.withColumn("_rank", F.row_number().over(window))
             .where(F.col("_rank") == 1)
             .drop("_rank"))
@@ -65,7 +66,7 @@ def flag_deletes(rows: DataFrame, delete_when: str | None) -> DataFrame:
 
 def latest_versions(events: DataFrame, target: TargetConfig) -> DataFrame:
     """The batch's rows for an upsert MERGE: the latest version per key, flagged."""
-    latest = keep_latest(events, target.dedup_key, sequence_columns(target.sequence_by))
+    latest = keep_latest(events, target.dedup_keys, sequence_columns(target.sequence_by))
     return flag_deletes(latest, target.delete_when)
 
 
@@ -89,21 +90,22 @@ def newer(sequence: tuple[str, ...], new: str = "s", old: str = "t") -> Column:
     return reduce(lambda a, b: a | b, terms)
 
 
-def upsert_merge(target: DeltaTable, source: DataFrame, key: str, sequence: tuple[str, ...],
+def upsert_merge(target: DeltaTable, source: DataFrame, keys: tuple[str, ...],
+                 sequence: tuple[str, ...],
                  target_filter: Column | None = None) -> MergeOutcome:
     """Insert new keys; replace a key's row only with a newer version (tombstones included).
 
     Args:
         target: the Delta table.
         source: at most one row per key, with ``_deleted`` (``latest_versions``).
-        key: the key column.
+        keys: the key columns (one, or several for a composite key).
         sequence: the ordering columns (``sequence_columns``).
         target_filter: an extra predicate on the target (``F.lit(False)`` for an empty batch).
 
     Returns:
         Whether a commit happened, and how many rows it inserted and updated.
     """
-    cond = F.col(f"t.{key}") == F.col(f"s.{key}")
+    cond = reduce(lambda a, b: a & b, [F.col(f"t.{k}") == F.col(f"s.{k}") for k in keys])
     if target_filter is not None:
         cond = cond & target_filter
     result = (target.alias("t").merge(source.alias("s"), cond)

@@ -44,7 +44,7 @@ def test_keep_latest_keeps_the_highest_sequence_per_key(spark: SparkSession) -> 
         [("a", 1, 0, 10, "t"), ("a", 3, 0, 11, "t"), ("a", 2, 0, 12, "t"), ("b", 5, 1, 1, "t")],
         "event_id string, seq int, kafka_partition long, kafka_offset long, kafka_topic string")
     got = {r["event_id"]: r["seq"]
-           for r in keep_latest(rows, "event_id", sequence_columns("seq")).collect()}
+           for r in keep_latest(rows, ("event_id",), sequence_columns("seq")).collect()}
     assert got == {"a": 3, "b": 5}
 
 
@@ -54,9 +54,9 @@ def test_keep_latest_by_kafka_takes_the_highest_offset_and_breaks_ties_by_coordi
         [("a", 7, 0, 10, "t"), ("a", 1, 0, 12, "t"), ("b", 1, 0, 5, "t"), ("b", 2, 0, 5, "u")],
         "event_id string, seq int, kafka_partition long, kafka_offset long, kafka_topic string")
     got = {r["event_id"]: r["seq"]
-           for r in keep_latest(rows, "event_id", sequence_columns("kafka")).collect()}
+           for r in keep_latest(rows, ("event_id",), sequence_columns("kafka")).collect()}
     assert got == {"a": 1, "b": 2}  # offset 12 beats 10; equal coordinates: topic 'u' > 't'
-    same_seq = keep_latest(rows, "event_id", sequence_columns("seq"))
+    same_seq = keep_latest(rows, ("event_id",), sequence_columns("seq"))
     assert {r["event_id"]: r["kafka_offset"] for r in same_seq.collect()} == {"a": 10, "b": 5}
 
 

@@ -45,7 +45,7 @@ def check(spark: SparkSession, config: PipelineConfig, event_ids: Iterable[str],
         event_ids: every distinct valid event id produced.
         poison_count: how many poison records were produced (each must be quarantined once).
     """
-    key = config.target.dedup_key
+    key = config.target.dedup_keys[0]
     expected = set(event_ids)
     target = config.target.ref.read(spark)
     counts = {r[key]: int(r["n"]) for r in target.groupBy(key).agg(F.count("*").alias("n"))

@@ -1,0 +1,41 @@
+"""The config's ``schema:`` key: a registered name, an inline mapping, or a YAML file's path.
+
+The schema is the source of truth for the dedup key: ``target.dedup_key`` defaults to the
+schema's key columns (``kafka_key`` for ``kafka.key``). An explicit ``target.dedup_key`` (one
+column, as in configs written before schemas declared keys) still wins.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pipelines.errors import SchemaError
+from schemas import resolve_schema
+
+
+def key_from_schema(raw: Any) -> Any:
+    """Fill ``target.dedup_key`` from the schema's key when the config leaves it out.
+
+    Runs before validation, so an invalid inline or file schema fails the load with its own
+    one-line :class:`SchemaError`. An unknown registered name is left for the run to report.
+
+    Args:
+        raw: the config mapping (not modified).
+
+    Returns:
+        ``raw``, or a copy with ``target.dedup_key`` set.
+    """
+    if not isinstance(raw, dict) or not isinstance(raw.get("target"), dict):
+        return raw
+    source = raw.get("schema", "events_v1")
+    try:
+        schema = resolve_schema(source)
+    except SchemaError:
+        if isinstance(source, str) and "/" not in source and not source.endswith(
+                (".yaml", ".yml")):
+            return raw  # an unknown registered name: the run says so, listing the known ones
+        raise
+    if "dedup_key" in raw["target"]:
+        return raw
+    keys = schema.key_columns
+    return {**raw, "target": {**raw["target"], "dedup_key": keys[0] if len(keys) == 1 else keys}}
