@@ -11,7 +11,8 @@ import yaml
 from pydantic import ValidationError
 
 from pipelines.config import env
-from pipelines.config.model import PipelineConfig, resolve_relative_paths
+from pipelines.config.model import PipelineConfig
+from pipelines.config.paths import resolve_relative_paths
 from pipelines.errors import ConfigError
 
 _OPTIONAL_SECTIONS = ("quality", "spark")

@@ -11,7 +11,6 @@ Option and Spark conf values are treated as secrets: they never show in ``repr``
 from __future__ import annotations
 
 from collections.abc import Mapping
-from pathlib import Path
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, SecretStr, field_validator, model_validator
@@ -237,55 +236,3 @@ class PipelineConfig(BaseModel):
         topics = ",".join(self.source.topics) or f"/{self.source.topic_pattern}/"
         return (f"pipeline {self.name}: kafka {self.source.bootstrap_servers} [{topics}] -> "
                 f"{self.target.ref.describe()} (schema {self.schema_name})")
-
-
-PATH_KEYS: tuple[tuple[str, str], ...] = (
-    ("target", "path"),
-    ("target", "quarantine_path"),
-    ("quality", "docs_dir"),
-    ("quality", "results_path"),
-    ("quality", "metrics_path"),
-    ("", "checkpoint"),
-)
-#: Path keys with a default, and the key that replaces the path when set (a catalog table).
-#: (``target.quarantine_path``'s default is derived from the target, see ``quarantine_ref``.)
-PATH_DEFAULTS: tuple[tuple[str, str, str | None], ...] = (
-    ("quality", "docs_dir", None),
-    ("quality", "results_path", "results_table"),
-    ("quality", "metrics_path", "metrics_table"),
-)
-_SECTIONS: dict[str, type[BaseModel]] = {"quality": QualityConfig}
-
-
-def resolve_relative_paths(raw: dict[str, Any], base: Path) -> dict[str, Any]:
-    """Make local path values absolute, relative to ``base`` (the config file's folder).
-
-    A path key left out gets its default first, which is then resolved like a value written
-    in the file (``quality.results_path`` becomes ``<base>/lake/_quality/results``), so no
-    path depends on the working directory. URIs (``s3://``, ``abfss://``, ``dbfs:/``) and
-    absolute paths are left alone.
-
-    Args:
-        raw: the parsed YAML mapping (not modified).
-        base: the folder that relative paths are relative to.
-
-    Returns:
-        A copy of ``raw`` with defaults filled in and relative paths made absolute.
-    """
-    out = {k: (dict(v) if isinstance(v, dict) else v) for k, v in raw.items()}
-    for section, key, alternative in PATH_DEFAULTS:
-        holder = out.setdefault(section, {})
-        if isinstance(holder, dict) and key not in holder and not (
-                alternative and holder.get(alternative)):
-            holder[key] = _SECTIONS[section].model_fields[key].default
-    for section, key in PATH_KEYS:
-        holder = out if not section else out.get(section)
-        if not isinstance(holder, dict):
-            continue
-        value = holder.get(key)
-        if isinstance(value, str) and value and ":" not in value and not value.startswith("/"):
-            holder[key] = str((base / value).resolve())
-    schema = out.get("schema")
-    if isinstance(schema, str) and is_schema_file(schema) and not schema.startswith("/"):
-        out["schema"] = str((base / schema).resolve())
-    return out

@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 from pyspark.sql import SparkSession
 
-from pipelines import jobs
+from pipelines import jobs, widgets
 from pipelines.kafka.broker import EmbeddedBroker
 from pipelines.errors import ConfigError, QualityError
 from pipelines.ops.maintenance import MIN_RETAIN_HOURS
@@ -115,14 +115,14 @@ def test_ingest_reads_sasl_secrets_through_dbutils_and_never_prints_them(
     monkeypatch.setattr(pipelines.run, "run_pipeline", fake_run)
     params = {**ingest_params(lake, "broker:9093", "orders"), "secret_scope": "kafka",
               "sasl_mechanism": "SCRAM-SHA-512"}
-    secrets = {("kafka", jobs.SASL_USERNAME_KEY): "svc-user",
-               ("kafka", jobs.SASL_PASSWORD_KEY): "s3cr3t-pw"}
+    secrets = {("kafka", widgets.SASL_USERNAME_KEY): "svc-user",
+               ("kafka", widgets.SASL_PASSWORD_KEY): "s3cr3t-pw"}
     dbutils = make_dbutils(params, secrets)
 
     run_notebook(NOTEBOOKS / "ingest.py", dbutils, spark)
 
-    assert dbutils.secrets.read == [("kafka", jobs.SASL_USERNAME_KEY),
-                                    ("kafka", jobs.SASL_PASSWORD_KEY)]
+    assert dbutils.secrets.read == [("kafka", widgets.SASL_USERNAME_KEY),
+                                    ("kafka", widgets.SASL_PASSWORD_KEY)]
     options = seen["config"].source.kafka_options()
     assert options["security.protocol"] == "SASL_SSL"
     assert options["sasl.mechanism"] == "SCRAM-SHA-512"
