@@ -83,9 +83,9 @@ def test_existing_target_with_incompatible_schema(spark: SparkSession, broker: E
                         StructField("note", StringType())])
     spark.createDataFrame([(1, "x")], other).write.format("delta").save(cfg.target.ref.path)
     message = refused(spark, cfg, SchemaError, str(cfg.target.ref.path))
-    assert "does not fit this pipeline's schema" in message
-    assert "column 'event_id' is int, expected string" in message
-    assert "missing column 'event_time'" in message
+    assert "the schema changed incompatibly with table" in message
+    assert "column 'event_id' is int in the table but string in the schema" in message
+    assert "new column 'event_time' (timestamp) is required" in message
     record("8 target with incompatible schema", profile, None, "SchemaError, nothing created")
 
 
