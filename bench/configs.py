@@ -93,7 +93,9 @@ class NaiveMergeSink(BatchSink):
     """deltasink's batch, except the MERGE matches on ``event_id`` only: no partition literals."""
 
     def _merge_target(self, spark: SparkSession, deduped: DataFrame, batch_id: int,
-                      app_id: str, values: dict[str, list[object]]) -> MergeOutcome:
+                      app_id: str, values: dict[str, list[object]],
+                      planned: dict[str, dict[int, int]],
+                      counts: dict[str, Any] | None = None) -> MergeOutcome:
         keys = self.config.target.dedup_keys
 
         def attempt() -> MergeOutcome:
@@ -110,8 +112,8 @@ def naive_merge(spark: SparkSession, config: PipelineConfig,
     metrics: list[BatchMetrics] = []
     run_id = uuid.uuid4().hex[:12]
     query_id = f"naive-{run_id}"
-    sink = NaiveMergeSink(config, config.event_schema(), run_id,
-                          lambda _s: query_id, on_batch=metrics.append)
+    sink = NaiveMergeSink(config, config.event_schema(), run_id, lambda _s: query_id,
+                          planned=lambda _s, _b: {}, on_batch=metrics.append)
     writer = read_stream(spark, config, "earliest").writeStream.foreachBatch(sink)
     run_available_now(writer, str(where.checkpoint))
     rows = batch_rows(metrics)
