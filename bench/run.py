@@ -29,7 +29,8 @@ RESULTS = Path(__file__).resolve().parent / "results"
 def pipeline_config(cell: Cell, bootstrap: str, topic: str,
                     where: configs.Target) -> PipelineConfig:
     """The deltasink config of one cell (quality suites off: they are not the sink)."""
-    window = {} if cell.dedup_window is None else {"dedup_window": cell.dedup_window}
+    window: dict[str, object] = ({} if cell.dedup_window is None
+                                 else {"dedup_window": cell.dedup_window})
     if cell.upsert:
         window = {"mode": "upsert", "sequence_by": "event_time", "dedup_window": 0}
     return PipelineConfig.model_validate({

@@ -54,7 +54,7 @@ def build(spark: SparkSession, ref: TableRef, commits: int, real: int = 3) -> No
     spark.range(0).write.format("delta").save(ref.path)
     for batch in range(real):
         _real_commit(spark, ref, batch)
-    log = Path(ref.path) / "_delta_log"
+    log = Path(str(ref.path)) / "_delta_log"
     stamp = int(time.time() * 1000)
     for version in range(real + 1, commits - real + 1):
         batch = version - 1
@@ -65,7 +65,7 @@ def build(spark: SparkSession, ref: TableRef, commits: int, real: int = 3) -> No
         lines = [{"commitInfo": info}, {"txn": {"appId": APP, "version": batch,
                                                 "lastUpdated": stamp}}]
         (log / f"{version:020d}.json").write_text("\n".join(json.dumps(x) for x in lines) + "\n")
-    jvm = spark._jvm  # type: ignore[attr-defined]
+    jvm: Any = spark._jvm
     jvm.org.apache.spark.sql.delta.DeltaLog.clearCache()
     delta_log = jvm.org.apache.spark.sql.delta.DeltaLog.forTable(spark._jsparkSession, ref.path)  # type: ignore[attr-defined]
     delta_log.checkpoint()
@@ -79,7 +79,7 @@ def build(spark: SparkSession, ref: TableRef, commits: int, real: int = 3) -> No
 
 def _cold_seconds(spark: SparkSession, repeat: int, work: Callable[[], object]) -> float:
     """Median time of ``work`` with Delta's in-process log cache cleared before each run."""
-    jvm = spark._jvm  # type: ignore[attr-defined]
+    jvm: Any = spark._jvm
     times = []
     for _ in range(repeat):
         jvm.org.apache.spark.sql.delta.DeltaLog.clearCache()
@@ -101,7 +101,8 @@ def snapshot_seconds(spark: SparkSession, ref: TableRef, repeat: int) -> float:
 
 def full_scan_seconds(spark: SparkSession, ref: TableRef) -> float:
     """The old way: Delta's whole ``history()``, read once."""
-    spark._jvm.org.apache.spark.sql.delta.DeltaLog.clearCache()  # type: ignore[attr-defined]
+    jvm: Any = spark._jvm
+    jvm.org.apache.spark.sql.delta.DeltaLog.clearCache()
     mark = time.monotonic()
     ref.delta(spark).history().select("version", "operation", "userMetadata").collect()
     return time.monotonic() - mark
