@@ -9,8 +9,28 @@ from pathlib import Path
 import pytest
 from pyspark.sql import SparkSession
 
+from pipelines.errors import BrokerError
 from pipelines.kafka.broker import EmbeddedBroker, free_port_pair
 from pipelines.runtime.spark import get_spark
+
+
+def start_broker(factory: pytest.TempPathFactory, name: str, *, sasl: bool = False,
+                 attempts: int = 3) -> EmbeddedBroker:
+    """Start a broker on free ports; retry with new ports when one was taken meanwhile.
+
+    A free port found here can be taken by another process (a client's ephemeral port) before
+    the broker binds it: on a busy machine a controller port was lost that way once.
+    """
+    for attempt in range(1, attempts + 1):
+        node = EmbeddedBroker.at(factory.mktemp(name), port=free_port_pair(),
+                                 sasl_port=free_port_pair() if sasl else None)
+        try:
+            return node.start()
+        except BrokerError:
+            node.stop()
+            if attempt == attempts:
+                raise
+    raise AssertionError("unreachable")
 
 
 @pytest.fixture(scope="session")
@@ -22,7 +42,7 @@ def spark() -> Iterator[SparkSession]:
 
 @pytest.fixture(scope="session")
 def broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[EmbeddedBroker]:
-    node = EmbeddedBroker.at(tmp_path_factory.mktemp("broker"), port=free_port_pair()).start()
+    node = start_broker(tmp_path_factory, "broker")
     yield node
     node.stop()
 

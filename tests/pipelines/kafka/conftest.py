@@ -6,12 +6,12 @@ from collections.abc import Iterator
 
 import pytest
 
-from pipelines.kafka.broker import EmbeddedBroker, free_port_pair
+from pipelines.kafka.broker import EmbeddedBroker
+from tests.conftest import start_broker
 
 
 @pytest.fixture(scope="session")
 def sasl_broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[EmbeddedBroker]:
-    node = EmbeddedBroker.at(tmp_path_factory.mktemp("sasl-broker"), port=free_port_pair(),
-                             sasl_port=free_port_pair()).start()
+    node = start_broker(tmp_path_factory, "sasl-broker", sasl=True)
     yield node
     node.stop()
