@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from pyspark.sql import DataFrame, Window
+from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
 
 #: The first record wins: earliest Kafka timestamp, then topic, partition and offset. The order
@@ -22,7 +22,21 @@ def dedup_on_key(events: DataFrame, keys: tuple[str, ...],
     Returns:
         ``events`` with at most one row per key, same columns.
     """
-    window = Window.partitionBy(*keys).orderBy(*[F.col(c).asc_nulls_last() for c in order_by])
+    return first_per_key(events, keys, [F.col(c).asc_nulls_last() for c in order_by])
+
+
+def first_per_key(events: DataFrame, keys: tuple[str, ...], order: list[Column]) -> DataFrame:
+    """Keep one row per ``keys`` tuple: the first by ``order`` (the survivor of a window).
+
+    Args:
+        events: rows with the key columns.
+        keys: the key columns.
+        order: sort expressions; a total order makes the survivor deterministic.
+
+    Returns:
+        ``events`` with at most one row per key, same columns.
+    """
+    window = Window.partitionBy(*keys).orderBy(*order)
     return (events.withColumn("_rank", F.row_number().over(window))
             .where(F.col("_rank") == 1)
             .drop("_rank"))

@@ -19,13 +19,14 @@ from __future__ import annotations
 from functools import reduce
 
 from delta.tables import DeltaTable
-from pyspark.sql import Column, DataFrame, SparkSession, Window
+from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.types import BooleanType, StructField, StructType
 
 from pipelines.config.model import TargetConfig
 from pipelines.config.upsert import KAFKA_SEQUENCE
 from pipelines.errors import ConfigError
+from pipelines.sink.dedup import first_per_key
 from pipelines.sink.merge import MergeOutcome
 from schemas.base import EventSchema
 
@@ -52,10 +53,7 @@ def keep_latest(events: DataFrame, keys: tuple[str, ...], sequence: tuple[str, .
     Returns:
         ``events`` with at most one row per key, same columns.
     """
-    window = Window.partitionBy(*keys).orderBy(*[F.col(c).desc_nulls_last() for c in sequence])
-    return (events.withColumn("_rank", F.row_number().over(window))
-            .where(F.col("_rank") == 1)
-            .drop("_rank"))
+    return first_per_key(events, keys, [F.col(c).desc_nulls_last() for c in sequence])
 
 
 def flag_deletes(rows: DataFrame, delete_when: str | None) -> DataFrame:
