@@ -44,7 +44,7 @@ from pipelines.sink.metrics import BatchMetrics, commit_counts
 from pipelines.sink.parse import classify, quarantine_rows, valid_events
 from pipelines.sink.retry import run_batch_with_retry
 from pipelines.sink.target_merge import merge_into_target, partition_values, read_values
-from pipelines.sink.upsert import latest_versions, upsert_counts
+from pipelines.sink.upsert import latest_versions, observe_deletes, upsert_counts
 from schemas.base import EventSchema
 
 #: The Kafka coordinates in the quarantine key. Offsets restart at 0 when a topic is recreated (or
@@ -129,6 +129,7 @@ class BatchSink:
             deduped = materialize(_one_per_key(valid_events(classified, self.schema),
                                                self.config))
             observed, seen = freshness.observe(deduped, self.schema.time_column)
+            observed, deletes = observe_deletes(observed, self.config.target)
             unique, values = partition_values(observed, self.config.target.partition_by)
             fresh = freshness.read(seen)  # came back with that job: no job of its own
             stages["dedup"] = time.monotonic() - mark
@@ -139,7 +140,7 @@ class BatchSink:
                 duplicates_in_batch=records_in - quarantined - unique, unique=unique,
                 started_at=started_at, stage_seconds=stages,
                 event_dates=sorted(d for d in values.get("event_date", []) if d),
-                **upsert_counts(deduped, self.config.target))
+                **upsert_counts(deletes))
             outcome = self._merge_target(spark, deduped, batch_id, app_id, values, planned,
                                          counts)
             stages["merge_commit"] = time.monotonic() - mark

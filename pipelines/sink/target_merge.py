@@ -24,7 +24,7 @@ from pipelines.sink.merge import (
     literal_filter,
     within_days,
 )
-from pipelines.sink.upsert import latest_versions, sequence_columns, upsert_merge
+from pipelines.sink.upsert import DELETED, latest_versions, sequence_columns, upsert_merge
 
 
 def partition_values(deduped: DataFrame, partition_by: tuple[str, ...]
@@ -101,7 +101,7 @@ def _upsert_into_target(spark: SparkSession, config: PipelineConfig, rows: DataF
     to another partition). Rows without ``_deleted`` (a redrive's) get it from ``delete_when``.
     """
     target = config.target
-    if "_deleted" not in rows.columns:
+    if DELETED not in rows.columns:
         rows = latest_versions(rows, target)
     empty = F.lit(False) if target.partition_by and not any(values.values()) else None
 

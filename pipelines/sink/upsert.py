@@ -19,7 +19,7 @@ from __future__ import annotations
 from functools import reduce
 
 from delta.tables import DeltaTable
-from pyspark.sql import Column, DataFrame, SparkSession
+from pyspark.sql import Column, DataFrame, Observation, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.types import BooleanType, StructField, StructType
 
@@ -68,11 +68,24 @@ def latest_versions(events: DataFrame, target: TargetConfig) -> DataFrame:
     return flag_deletes(latest, target.delete_when)
 
 
-def upsert_counts(rows: DataFrame, target: TargetConfig) -> dict[str, int]:
-    """``{"deletes": n}``: the batch's latest versions that are deletes (upsert mode only)."""
+def observe_deletes(rows: DataFrame, target: TargetConfig
+                    ) -> tuple[DataFrame, Observation | None]:
+    """In upsert mode, ``rows`` with the count of its deletes attached, filled by the batch's
+    next action on them (no Spark job of its own); insert-only: ``rows`` as is, no observation."""
     if target.mode != "upsert":
+        return rows, None
+    observation = Observation()
+    return rows.observe(observation, F.count_if(F.col(DELETED)).alias("deletes")), observation
+
+
+def upsert_counts(observation: Observation | None) -> dict[str, int]:
+    """``{"deletes": n}``: the batch's latest versions that are deletes (``{}`` if insert-only).
+
+    Read after the action on :func:`observe_deletes`' DataFrame ran.
+    """
+    if observation is None:
         return {}
-    return {"deletes": int(rows.where(F.col(DELETED)).count())}
+    return {"deletes": int(observation.get.get("deletes") or 0)}
 
 
 def newer(sequence: tuple[str, ...], new: str = "s", old: str = "t") -> Column:
