@@ -12,6 +12,7 @@ from collections.abc import Callable
 from datetime import date
 from typing import Any
 
+from delta.tables import DeltaTable
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
@@ -72,9 +73,24 @@ def merge_into_target(spark: SparkSession, config: PipelineConfig, deduped: Data
         Whether Delta committed (False: skipped as a seen txn) and how many rows were inserted.
     """
     target = config.target
-    if target.mode == "upsert":
-        return _upsert_into_target(spark, config, deduped, values, app_id, version, metadata,
-                                   before_commit)
+    merge = (_upsert(config, deduped, values) if target.mode == "upsert"
+             else _insert_only(config, deduped, values))
+
+    def attempt() -> MergeOutcome:
+        before_commit()
+        with txn(spark, app_id, version, metadata):
+            return merge(target.ref.delta(spark))
+
+    kind = "upsert MERGE" if target.mode == "upsert" else "MERGE"
+    return with_conflict_retry(attempt, retries=target.commit_retries,
+                               what=f"{kind} into {target.ref.describe()}")
+
+
+def _insert_only(config: PipelineConfig, deduped: DataFrame, values: dict[str, list[object]]
+                 ) -> Callable[[DeltaTable], MergeOutcome]:
+    """The insert-only MERGE: on the partition columns and the key (the date within the
+    window), reading only the batch's partitions."""
+    target = config.target
     window = target.dedup_window  # > 0 only when event_date is a partition column
     on = tuple(c for c in (*target.partition_by, *target.dedup_keys)
                if not (window and c == DATE_COLUMN))
@@ -82,20 +98,12 @@ def merge_into_target(spark: SparkSession, config: PipelineConfig, deduped: Data
     if target.partition_by and not any(values.values()):
         prune = F.lit(False)  # nothing to insert: read no partitions, still commit offsets
     near = within_days(DATE_COLUMN, window) if window else None
-
-    def attempt() -> MergeOutcome:
-        before_commit()
-        with txn(spark, app_id, version, metadata):
-            return insert_only_merge(target.ref.delta(spark), deduped, on, prune, near)
-
-    return with_conflict_retry(attempt, retries=target.commit_retries,
-                               what=f"MERGE into {target.ref.describe()}")
+    return lambda table: insert_only_merge(table, deduped, on, prune, near)
 
 
-def _upsert_into_target(spark: SparkSession, config: PipelineConfig, rows: DataFrame,
-                        values: dict[str, list[object]], app_id: str, version: int,
-                        metadata: str, before_commit: Callable[[], None]) -> MergeOutcome:
-    """The upsert MERGE (``pipelines.sink.upsert``) as the same one txn-guarded commit.
+def _upsert(config: PipelineConfig, rows: DataFrame, values: dict[str, list[object]]
+            ) -> Callable[[DeltaTable], MergeOutcome]:
+    """The upsert MERGE (``pipelines.sink.upsert``).
 
     Matches on the key across the whole table (no partition literals: a newer version may move
     to another partition). Rows without ``_deleted`` (a redrive's) get it from ``delete_when``.
@@ -104,12 +112,5 @@ def _upsert_into_target(spark: SparkSession, config: PipelineConfig, rows: DataF
     if DELETED not in rows.columns:
         rows = latest_versions(rows, target)
     empty = F.lit(False) if target.partition_by and not any(values.values()) else None
-
-    def attempt() -> MergeOutcome:
-        before_commit()
-        with txn(spark, app_id, version, metadata):
-            return upsert_merge(target.ref.delta(spark), rows, target.dedup_keys,
-                                sequence_columns(target.sequence_by), empty)
-
-    return with_conflict_retry(attempt, retries=target.commit_retries,
-                               what=f"upsert MERGE into {target.ref.describe()}")
+    sequence = sequence_columns(target.sequence_by)
+    return lambda table: upsert_merge(table, rows, target.dedup_keys, sequence, empty)
