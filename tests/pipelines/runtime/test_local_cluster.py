@@ -1,4 +1,4 @@
-"""A pipeline on Spark's ``local-cluster`` master: two executor JVMs, one SIGKILLed mid-batch.
+"""A pipeline on Spark's ``local-cluster`` master: two executor JVMs (one killed, in chaos).
 
 ``local-cluster[2,1,1024]`` runs a standalone master and two workers inside the driver JVM;
 each worker launches its executor as a separate JVM (``CoarseGrainedExecutorBackend``), a child of
@@ -76,17 +76,40 @@ def _kill_one_executor_when_ready(pause: Path, killed: list[int], stop: threadin
         time.sleep(0.5)
 
 
-@pytest.mark.chaos  # long: in `make chaos`, kept out of the 25-minute `make test`
+def _cluster_config(lake: Path, bootstrap: str, topic: str, batch: int) -> Path:
+    """A pipeline config whose session runs on ``local-cluster`` with two small executors."""
+    return write_config(lake, bootstrap, topic, source={"max_records_per_batch": batch},
+                        spark={"master": MASTER,
+                               "conf": {"spark.executor.memory": "512m",
+                                        "spark.sql.shuffle.partitions": "4"}})
+
+
+def _cli_env() -> dict[str, str]:
+    """The executors run this interpreter (pyspark's workers need the same Python)."""
+    return {**os.environ, "PYSPARK_PYTHON": sys.executable}
+
+
+def test_local_cluster_run_lands_every_event_exactly_once(
+        spark: SparkSession, broker: EmbeddedBroker, lake: Path) -> None:
+    """The whole CLI run on two executor JVMs: every event once, the poison pills quarantined."""
+    topic = f"cluster-{uuid.uuid4().hex[:8]}"
+    sent = produce_events(broker.bootstrap_servers, topic, 600, duplicate_rate=0.1,
+                          poison_rate=0.02, seed=22, partitions=4)
+    path = _cluster_config(lake, broker.bootstrap_servers, topic, batch=400)
+    done = run(path, env=_cli_env(), timeout=600)
+    assert done.returncode == 0, (done.stdout[-2000:], done.stderr[-2000:])
+    verdict = check(spark, load_config(path, environ={}), sent.event_ids,
+                    sum(sent.poison.values()))
+    assert verdict.clean, verdict
+
+
+@pytest.mark.chaos  # long (an executor lost and the batch re-run): in `make chaos` only
 def test_local_cluster_run_survives_a_sigkilled_executor_mid_batch(
         spark: SparkSession, broker: EmbeddedBroker, lake: Path) -> None:
     topic = f"cluster-{uuid.uuid4().hex[:8]}"
     sent = produce_events(broker.bootstrap_servers, topic, 2000, duplicate_rate=0.1,
                           poison_rate=0.01, seed=21, partitions=4)
-    path = write_config(lake, broker.bootstrap_servers, topic,
-                        source={"max_records_per_batch": 1500},
-                        spark={"master": MASTER,
-                               "conf": {"spark.executor.memory": "512m",
-                                        "spark.sql.shuffle.partitions": "4"}})
+    path = _cluster_config(lake, broker.bootstrap_servers, topic, batch=1500)
     cfg = load_config(path, environ={})
     pause = lake / "pause"
     pause.mkdir()
@@ -95,9 +118,8 @@ def test_local_cluster_run_survives_a_sigkilled_executor_mid_batch(
     killer = threading.Thread(target=_kill_one_executor_when_ready, args=(pause, killed, stop),
                               daemon=True)
     killer.start()
-    env = {**os.environ, "PYSPARK_PYTHON": sys.executable}
     try:
-        done = run(path, fault=f"pause_in_batch={pause}", env=env, timeout=600)
+        done = run(path, fault=f"pause_in_batch={pause}", env=_cli_env(), timeout=600)
     finally:
         stop.set()
         killer.join(timeout=10)
