@@ -37,6 +37,7 @@ chaos: install
 bench: install
 	$(PY) -m bench.run
 	$(PY) -m bench.startup
+	$(PY) -m bench.scheduled
 
 # A 5M-record backlog through deltasink in 500k batches; checks the driver's peak RSS < 3 GiB.
 bench-memory: install

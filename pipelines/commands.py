@@ -92,11 +92,16 @@ def cmd_produce(args: argparse.Namespace) -> int:
 
 def cmd_run(args: argparse.Namespace) -> int:
     from pipelines.run import run_pipeline
+    from pipelines.runtime.phases import Phases
     from pipelines.runtime.spark import spark_for
 
+    clock = Phases()
     config = _config(args)
-    run_pipeline(spark_for(config), config, trigger=args.trigger, interval=args.interval,
-                 validate=not args.no_validate, progress=_say)
+    with clock.phase("spark"):
+        spark = spark_for(config)
+    run_pipeline(spark, config, trigger=args.trigger, interval=args.interval,
+                 validate=not args.no_validate, progress=_say, phases=clock)
+    _say(clock.line())  # where the run's seconds went, phase by phase
     return 0
 
 

@@ -21,10 +21,12 @@ from pipelines.errors import (
     SourceError,
 )
 from pipelines.kafka import topics
+from pipelines.kafka.retention import check_retention
 from pipelines.kafka.source import read_stream, starting_offsets
 from pipelines.lag import LagRecorder, harvester
 from pipelines.lease import Lease, single_writer
 from pipelines.resume import Resume, agree, recover
+from pipelines.runtime.phases import Phases
 from pipelines.sink.batch import BatchSink
 from pipelines.sink.metrics import BatchMetrics, RunResult
 from pipelines.sink.tables import ensure_sink_tables
@@ -41,7 +43,7 @@ _TRANSIENT = ("TimeoutException", "Timed out waiting", "DisconnectException",
 
 def run_pipeline(spark: SparkSession, config: PipelineConfig, *, trigger: str = "available-now",
                  interval: str = "10s", validate: bool = True,
-                 progress: Progress | None = None) -> RunResult:
+                 progress: Progress | None = None, phases: Phases | None = None) -> RunResult:
     """Stream Kafka into the Delta target until caught up (or forever), then validate.
 
     Args:
@@ -53,6 +55,8 @@ def run_pipeline(spark: SparkSession, config: PipelineConfig, *, trigger: str = 
         validate: run the quality suites after the run; in continuous mode also every
             ``quality.validate_every`` (``quality/cadence.py``).
         progress: receives one line per batch and a summary (default: the logger).
+        phases: adds the seconds of each phase (source, preflight, tables, resume, stream,
+            validate) to this clock, for the ``timings:`` line of ``deltasink run``.
 
     Returns:
         The run's batches and totals.
@@ -61,11 +65,15 @@ def run_pipeline(spark: SparkSession, config: PipelineConfig, *, trigger: str = 
         DeltasinkError: a subclass naming what went wrong; nothing partial is left behind.
     """
     say = progress or log.info
+    clock = phases or Phases()
     schema = config.event_schema()
     run_id = uuid.uuid4().hex[:12]
-    partitions = topics.wait_for_source(spark, config.source, config.source.broker_timeout)
-    preflight.check_locations(spark, config)
-    ensure_sink_tables(spark, config, schema)
+    with clock.phase("source"):
+        partitions = topics.wait_for_source(spark, config.source, config.source.broker_timeout)
+    with clock.phase("preflight"):
+        preflight.check_locations(spark, config)
+    with clock.phase("tables"):
+        ensure_sink_tables(spark, config, schema)
     batches: list[BatchMetrics] = []
     recorder = None
     harvest: Harvest | None = None
@@ -90,21 +98,24 @@ def run_pipeline(spark: SparkSession, config: PipelineConfig, *, trigger: str = 
 
     say(f"run {run_id}: {config.describe}")
     with single_writer(spark, config.checkpoint, config.name) as lease:
-        resume = agree(spark, config, partitions, lease, say)
-        check_retention(spark, config, resume.offsets, say)
-        if recorder is not None:
-            recorder.backfill()  # rows of batches committed without one (crash, failed write)
-        _stream(spark, config, run_id, trigger, interval, partitions, on_batch, say, resume,
-                lease, harvest)
+        with clock.phase("resume"):
+            resume = agree(spark, config, partitions, lease, say)
+            check_retention(spark, config, resume.offsets, say)
+            if recorder is not None:
+                recorder.backfill()  # rows of batches committed without one (crash, failure)
+        with clock.phase("stream"):
+            _stream(spark, config, run_id, trigger, interval, partitions, on_batch, say,
+                    resume, lease, harvest)
     result = RunResult(config.name, run_id, tuple(batches))
     say(f"run {run_id} done: {len(batches)} batches, in={result.records_in} "
         f"inserted={result.inserted} quarantined={result.quarantined}")
-    if cadence is not None:
-        cadence.finish()  # what the stream committed since its last cadence validation
-    elif validate and config.quality.enabled:
-        from quality.cadence import validate_run
+    with clock.phase("validate"):
+        if cadence is not None:
+            cadence.finish()  # what the stream committed since its last cadence validation
+        elif validate and config.quality.enabled:
+            from quality.cadence import validate_run
 
-        validate_run(spark, config, result, say)
+            validate_run(spark, config, result, say)
     return result
 
 
@@ -208,28 +219,6 @@ def _watch(spark: SparkSession, query: StreamingQuery, config: PipelineConfig,
                     f"{waited:.0f}s (source.broker_timeout={timeout:.0f}s); the "
                     "run was stopped. Everything committed so far is consistent; run again "
                     "when the broker is back and it continues where it stopped.") from None
-
-
-def check_retention(spark: SparkSession, config: PipelineConfig,
-                    recorded: dict[str, dict[int, int]] | None, say: Progress) -> None:
-    """Compare the offsets the table recorded with the earliest ones Kafka still has.
-
-    Raises:
-        SourceError: retention deleted unread offsets and ``source.fail_on_data_loss`` is true.
-    """
-    gone = topics.deleted_offsets(spark, config.source, recorded or {})
-    if not gone:
-        return
-    count = sum(low - nxt for nxt, low in gone.values())
-    where = ", ".join(f"{t}[{p}] offsets {nxt}..{low - 1}"
-                      for (t, p), (nxt, low) in sorted(gone.items()))
-    if config.source.fail_on_data_loss:
-        raise SourceError(
-            f"Kafka retention deleted {count} offsets this pipeline had not read yet ({where}); "
-            "those records are lost upstream. Re-produce them if you can; to skip them and "
-            "continue, set source.fail_on_data_loss: false.")
-    say(f"skipping {count} offsets that Kafka retention deleted before they were read "
-        f"({where})")
 
 
 def explain(exc: StreamingQueryException) -> DeltasinkError:

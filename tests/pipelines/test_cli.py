@@ -17,6 +17,7 @@ from pipelines.config.loader import load_config
 from pipelines.kafka.broker import EmbeddedBroker, free_port_pair
 from pipelines.kafka.produce import produce_events
 from pipelines.runtime import jvm
+from pipelines.runtime.phases import parse_line
 from tests.support import runner
 from tests.support.checker import check
 from tests.support.configs import make_config
@@ -64,6 +65,8 @@ def test_the_whole_cli_from_a_minimal_config_in_another_directory(
     ran = cli_run("run", "--config", "../conf/orders.yml")
     assert ran.returncode == 0, ran.stdout[-2000:] + ran.stderr[-2000:]
     assert "inserted=400" in ran.stdout and "quality PASSED" in ran.stdout
+    timings = parse_line(ran.stdout.strip().splitlines()[-1])  # the run ends with its phases
+    assert {"spark", "preflight", "stream", "validate", "total"} <= set(timings), timings
     assert "ignoring environment variable DELTASINK_NOT_A_SETTING" in ran.stderr
     validated = cli_run("validate", "--config", "../conf/orders.yml", "--full")
     assert validated.returncode == 0, validated.stdout[-2000:] + validated.stderr[-2000:]

@@ -1,0 +1,50 @@
+"""The job a user writes instead of deltasink: Kafka -> from_json -> Delta append, availableNow.
+
+``python -m bench.plain_append BOOTSTRAP TOPIC TARGET CHECKPOINT MAX_PER_BATCH``. It uses the
+same Spark settings and jars as deltasink (so the comparison is of the work, not the tuning) and
+prints a ``timings:`` line in deltasink's format: Spark start, the stream, the total.
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+
+
+def main(argv: list[str]) -> int:
+    """Run the plain append once; return 0."""
+    started = time.monotonic()
+    from delta import configure_spark_with_delta_pip
+    from pyspark.sql import SparkSession
+    from pyspark.sql import functions as F
+
+    from pipelines.runtime import jvm
+    from pipelines.runtime.spark import LOCAL_CONF
+
+    bootstrap, topic, target, checkpoint, per_batch = argv
+    builder = SparkSession.builder.master("local[2]").appName("plain-append")
+    for key, value in {**LOCAL_CONF, **jvm.spark_conf()}.items():
+        builder = builder.config(key, value)
+    spark = configure_spark_with_delta_pip(
+        builder, extra_packages=[jvm.KAFKA_CONNECTOR]).getOrCreate()
+    spark.sparkContext.setLogLevel("ERROR")
+    up = time.monotonic()
+    schema = ("event_id STRING, event_type STRING, event_time TIMESTAMP, "
+              "payload STRING")
+    (spark.readStream.format("kafka").option("kafka.bootstrap.servers", bootstrap)
+     .option("subscribe", topic).option("startingOffsets", "earliest")
+     .option("maxOffsetsPerTrigger", per_batch).load()
+     .select(F.from_json(F.col("value").cast("string"), schema).alias("e"), "timestamp")
+     .select("e.*", F.col("timestamp").alias("kafka_timestamp"))
+     .withColumn("event_date", F.to_date("event_time"))
+     .writeStream.format("delta").option("checkpointLocation", checkpoint)
+     .partitionBy("event_date").trigger(availableNow=True).start(target).awaitTermination())
+    done = time.monotonic()
+    print(f"timings: spark {up - started:.1f}s, stream {done - up:.1f}s, "
+          f"total {done - started:.1f}s", flush=True)
+    spark.stop()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

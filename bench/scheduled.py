@@ -1,0 +1,157 @@
+"""``python -m bench.scheduled``: the scheduled run as users run it, side by side, each cold.
+
+On one topic per size (50k, 500k and 1M events by default), three processes are timed from
+start to exit, each a fresh interpreter and JVM as every scheduled trigger is:
+
+- **plain**: ``bench/plain_append.py``, the Kafka -> ``from_json`` -> Delta append script a user
+  would write instead (same Spark settings and jars, ``availableNow``);
+- **deltasink**: ``deltasink run`` (validation included), from a config with the required keys
+  and the same batch size;
+- **no-validate**: ``deltasink run --no-validate``.
+
+Each writes a fresh target. With ``--passes 2`` the second pass runs the processes in reverse
+order. The report gives the ratio to the plain script and, from each process's ``timings:``
+line, where deltasink's extra seconds go phase by phase (``launch`` is interpreter start and
+imports: the process's wall time minus what it timed itself). Writes
+``bench/results/scheduled.{md,json}``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from bench import env
+from pipelines.kafka.produce import produce_events
+from pipelines.runtime.phases import PREFIX, parse_line
+
+RESULTS = Path(__file__).resolve().parent / "results"
+KINDS = ("plain", "deltasink", "no-validate")
+#: The phases reported, in order (``launch`` = wall time the process did not time itself).
+PHASES = ("launch", "spark", "source", "preflight", "tables", "resume", "stream", "validate",
+          "other")
+
+
+def say(text: str) -> None:
+    """Print one progress line."""
+    print(f"[scheduled {time.strftime('%H:%M:%S')}] {text}", flush=True)
+
+
+def _command(kind: str, bootstrap: str, topic: str, work: Path, batch: int) -> list[str]:
+    if kind == "plain":
+        return [sys.executable, "-m", "bench.plain_append", bootstrap, topic,
+                str(work / "target"), str(work / "checkpoint"), str(batch)]
+    config = work / "pipeline.yml"  # the required keys, and the batch size of the plain script
+    config.write_text(yaml.safe_dump({
+        "name": "scheduled", "checkpoint": str(work / "checkpoint"),
+        "source": {"bootstrap_servers": bootstrap, "topics": [topic],
+                   "max_records_per_batch": batch},
+        "target": {"path": str(work / "target")}}))
+    deltasink = str(Path(sys.executable).with_name("deltasink"))
+    return [deltasink, "run", "--config", str(config),
+            *(["--no-validate"] if kind == "no-validate" else [])]
+
+
+def run_once(kind: str, bootstrap: str, topic: str, work: Path, batch: int) -> dict[str, float]:
+    """One cold process; its wall seconds and its phases (``launch`` derived)."""
+    work.mkdir(parents=True)
+    environ = {**os.environ, "DELTASINK_SPARK_LOG": str(work / "driver.log")}
+    mark = time.monotonic()
+    done = subprocess.run(_command(kind, bootstrap, topic, work, batch), cwd=work, env=environ,
+                          capture_output=True, text=True, timeout=3600, check=False)
+    wall = time.monotonic() - mark
+    if done.returncode != 0:
+        raise RuntimeError(f"{kind} exited {done.returncode}: {done.stdout[-1500:]}"
+                           f"{done.stderr[-1500:]}")
+    line = next(ln for ln in reversed(done.stdout.splitlines()) if ln.startswith(PREFIX))
+    phases = parse_line(line)
+    phases["launch"] = max(0.0, wall - phases["total"])
+    phases["wall"] = wall
+    return phases
+
+
+def _median(rows: list[dict[str, float]], key: str) -> float:
+    return statistics.median(r.get(key, 0.0) for r in rows)
+
+
+def render(results: dict[int, dict[str, list[dict[str, float]]]], meta: dict[str, Any]) -> str:
+    """The markdown report: wall seconds and ratios, then deltasink's seconds per phase."""
+    lines = ["# deltasink benchmark: the scheduled run, side by side (each process cold)", "",
+             f"Run {meta['started']} on {meta['host']}; load average at start "
+             f"{meta['load_start']}, at end {meta['load_end']}; {meta['passes']} pass(es), "
+             "median per cell. Batch size "
+             f"{meta['batch']:,} records for all three. Wall time is process start to exit.", "",
+             "| events | plain s | deltasink s | ratio | --no-validate s | ratio "
+             "| validate share |",
+             "|---|---|---|---|---|---|---|"]
+    for events, runs in sorted(results.items()):
+        plain, full, bare = (_median(runs[k], "wall") for k in KINDS)
+        share = _median(runs["deltasink"], "validate") / full if full else 0.0
+        lines.append(f"| {events:,} | {plain:.1f} | {full:.1f} | {full / plain:.2f}x | "
+                     f"{bare:.1f} | {bare / plain:.2f}x | {share:.0%} |")
+    lines += ["", "Where the seconds go (median seconds per phase; plain's `stream` is its query, "
+              "deltasink's `stream` holds its batches):", "",
+              "| events | process | " + " | ".join(PHASES) + " | wall |",
+              "|---|---|" + "---|" * (len(PHASES) + 1)]
+    for events, runs in sorted(results.items()):
+        for kind in KINDS:
+            cells = [f"{_median(runs[kind], p):.1f}" if any(p in r for r in runs[kind]) else "-"
+                     for p in PHASES]
+            lines.append(f"| {events:,} | {kind} | " + " | ".join(cells)
+                         + f" | {_median(runs[kind], 'wall'):.1f} |")
+    return "\n".join(lines) + "\n"
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Produce the topics, time the three processes per size, write the report."""
+    parser = argparse.ArgumentParser(prog="python -m bench.scheduled", description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--sizes", default="50000,500000,1000000",
+                        help="comma-separated topic sizes in events (default: %(default)s)")
+    parser.add_argument("--batch", type=int, default=200_000,
+                        help="records per micro-batch for all three (default: %(default)s)")
+    parser.add_argument("--passes", type=int, default=2, help="default: %(default)s")
+    parser.add_argument("--out", type=Path, default=RESULTS, help="report folder")
+    args = parser.parse_args(argv)
+    sizes = [int(s) for s in args.sizes.split(",")]
+    meta: dict[str, Any] = {"started": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+                            "host": os.uname().nodename, "load_start": env.load(),
+                            "passes": args.passes, "batch": args.batch, "sizes": sizes}
+    results: dict[int, dict[str, list[dict[str, float]]]] = {}
+    with tempfile.TemporaryDirectory(prefix="deltasink-scheduled-") as tmp:
+        work = Path(tmp)
+        with env.broker(work / "broker") as node:
+            for events in sizes:
+                topic = f"scheduled_{events}"
+                produce_events(node.bootstrap_servers, topic, events, seed=7, partitions=4)
+                say(f"produced {events:,} events to {topic}")
+                results[events] = {k: [] for k in KINDS}
+                for n in range(args.passes):
+                    for kind in (KINDS if n % 2 == 0 else tuple(reversed(KINDS))):
+                        took = run_once(kind, node.bootstrap_servers, topic,
+                                        work / f"{events}-{kind}-{n}", args.batch)
+                        results[events][kind].append(took)
+                        say(f"{events:,} events, {kind} (pass {n + 1}): {took['wall']:.1f}s "
+                            f"(load {env.load()})")
+    meta["load_end"] = env.load()
+    args.out.mkdir(parents=True, exist_ok=True)
+    (args.out / "scheduled.json").write_text(json.dumps(
+        {"meta": meta, "results": {str(k): v for k, v in results.items()}}, indent=2))
+    report = render(results, meta)
+    (args.out / "scheduled.md").write_text(report)
+    print(report)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

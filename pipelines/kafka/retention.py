@@ -1,0 +1,33 @@
+"""Before streaming: has Kafka retention deleted offsets the pipeline had not read yet?"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from pyspark.sql import SparkSession
+
+from pipelines.config.model import PipelineConfig
+from pipelines.errors import SourceError
+from pipelines.kafka import topics
+
+
+def check_retention(spark: SparkSession, config: PipelineConfig,
+                    recorded: dict[str, dict[int, int]] | None, say: Callable[[str], None]) -> None:
+    """Compare the offsets the table recorded with the earliest ones Kafka still has.
+
+    Raises:
+        SourceError: retention deleted unread offsets and ``source.fail_on_data_loss`` is true.
+    """
+    gone = topics.deleted_offsets(spark, config.source, recorded or {})
+    if not gone:
+        return
+    count = sum(low - nxt for nxt, low in gone.values())
+    where = ", ".join(f"{t}[{p}] offsets {nxt}..{low - 1}"
+                      for (t, p), (nxt, low) in sorted(gone.items()))
+    if config.source.fail_on_data_loss:
+        raise SourceError(
+            f"Kafka retention deleted {count} offsets this pipeline had not read yet ({where}); "
+            "those records are lost upstream. Re-produce them if you can; to skip them and "
+            "continue, set source.fail_on_data_loss: false.")
+    say(f"skipping {count} offsets that Kafka retention deleted before they were read "
+        f"({where})")
