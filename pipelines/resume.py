@@ -75,7 +75,8 @@ def _forget(offsets: Offsets | None, topics: frozenset[str], commit: state.SinkC
 
 
 def agree(spark: SparkSession, config: PipelineConfig, partitions: dict[str, list[int]],
-          lease: Lease, say: Callable[[str], None]) -> Resume:
+          lease: Lease, say: Callable[[str], None],
+          now: identity.SourceIdentity | None = None) -> Resume:
     """Check the checkpoint, the table and the broker against each other; recover if needed.
 
     Args:
@@ -84,6 +85,7 @@ def agree(spark: SparkSession, config: PipelineConfig, partitions: dict[str, lis
         partitions: the subscribed topics' partitions now.
         lease: this run's checkpoint lease (taken again if the checkpoint is moved aside).
         say: prints one line per recovery.
+        now: the source's identity, if the caller just asked the broker (else asked here).
 
     Returns:
         Where to resume.
@@ -94,7 +96,8 @@ def agree(spark: SparkSession, config: PipelineConfig, partitions: dict[str, lis
     """
     checkpoint.latest_offsets(spark, config.checkpoint)  # fail fast on a damaged checkpoint
     commit = state.live_commit(spark, config.target.ref, config.name)
-    now = identity.describe(spark, config.source, partitions)
+    if now is None:
+        now = identity.describe(spark, config.source, partitions)
     gone = identity.recreated(_recorded_identity(commit), now)
     offsets = commit.offsets if commit else None
     if gone and offsets is not None:

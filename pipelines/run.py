@@ -69,7 +69,8 @@ def run_pipeline(spark: SparkSession, config: PipelineConfig, *, trigger: str = 
     schema = config.event_schema()
     run_id = uuid.uuid4().hex[:12]
     with clock.phase("source"):
-        partitions = topics.wait_for_source(spark, config.source, config.source.broker_timeout)
+        source = topics.inspect_source(spark, config.source, config.source.broker_timeout)
+    partitions = source.partitions
     with clock.phase("preflight"):
         preflight.check_locations(spark, config)
     with clock.phase("tables"):
@@ -99,8 +100,8 @@ def run_pipeline(spark: SparkSession, config: PipelineConfig, *, trigger: str = 
     say(f"run {run_id}: {config.describe}")
     with single_writer(spark, config.checkpoint, config.name) as lease:
         with clock.phase("resume"):
-            resume = agree(spark, config, partitions, lease, say)
-            check_retention(spark, config, resume.offsets, say)
+            resume = agree(spark, config, partitions, lease, say, now=source.identity)
+            check_retention(spark, config, resume.offsets, say, partitions)
             if recorder is not None:
                 recorder.backfill()  # rows of batches committed without one (crash, failure)
         with clock.phase("stream"):

@@ -130,6 +130,28 @@ def _get(spark: SparkSession, future: Any, timeout: float) -> Any:
     return future.get(int(timeout * 1000), unit)
 
 
+def _subscribed(spark: SparkSession, admin: Any, source: SourceConfig,
+                timeout: float) -> dict[str, tuple[list[int], str]]:
+    """Every subscribed topic that exists, asked through an open ``admin`` client."""
+    import re
+
+    names = [str(n) for n in _get(spark, admin.listTopics().names(), timeout)]
+    if source.topic_pattern:
+        pattern = re.compile(source.topic_pattern)
+        names = [n for n in names if pattern.fullmatch(n)]
+    else:
+        names = [n for n in names if n in source.topics]
+    if not names:
+        return {}
+    wanted = spark._jvm.java.util.ArrayList()  # type: ignore[union-attr]
+    for name in names:
+        wanted.add(name)
+    found = _get(spark, admin.describeTopics(wanted).allTopicNames(), timeout)
+    return {str(name): (sorted(int(p.partition()) for p in desc.partitions()),
+                        str(desc.topicId().toString()))
+            for name, desc in found.items()}
+
+
 def topic_partitions(spark: SparkSession, source: SourceConfig,
                      timeout: float = 10.0) -> dict[str, tuple[list[int], str]]:
     """Every subscribed topic that exists: its partitions and its topic id.
@@ -138,45 +160,34 @@ def topic_partitions(spark: SparkSession, source: SourceConfig,
         BrokerError: the broker did not answer (:class:`BrokerAuthError`: it refused the client).
         ConfigError: the Kafka client rejected an option.
     """
-    import re
-
     from py4j.protocol import Py4JError
 
     with _client(spark, source, timeout, "admin") as admin:
         try:
-            names = [str(n) for n in _get(spark, admin.listTopics().names(), timeout)]
-            if source.topic_pattern:
-                pattern = re.compile(source.topic_pattern)
-                names = [n for n in names if pattern.fullmatch(n)]
-            else:
-                names = [n for n in names if n in source.topics]
-            if not names:
-                return {}
-            wanted = spark._jvm.java.util.ArrayList()  # type: ignore[union-attr]
-            for name in names:
-                wanted.add(name)
-            found = _get(spark, admin.describeTopics(wanted).allTopicNames(), timeout)
-            return {str(name): (sorted(int(p.partition()) for p in desc.partitions()),
-                                str(desc.topicId().toString()))
-                    for name, desc in found.items()}
+            return _subscribed(spark, admin, source, timeout)
         except Py4JError as exc:
             raise _fail(exc, source, "listing topics", timeout) from None
 
 
-def cluster_id(spark: SparkSession, source: SourceConfig, timeout: float = 10.0) -> str | None:
-    """The id of the cluster the bootstrap servers belong to.
+def describe_source(spark: SparkSession, source: SourceConfig, timeout: float = 10.0
+                    ) -> tuple[str | None, dict[str, tuple[list[int], str]]]:
+    """The cluster id, and every subscribed topic's partitions and id, from one admin client.
+
+    A start-up needs both; one client is one connection and one (TLS/SASL) handshake.
 
     Raises:
-        BrokerError: the broker did not answer or refused the client.
+        BrokerError: the broker did not answer (:class:`BrokerAuthError`: it refused the client).
+        ConfigError: the Kafka client rejected an option.
     """
     from py4j.protocol import Py4JError
 
     with _client(spark, source, timeout, "admin") as admin:
         try:
-            found = _get(spark, admin.describeCluster().clusterId(), timeout)
+            cluster = _get(spark, admin.describeCluster().clusterId(), timeout)
+            return (str(cluster) if cluster else None,
+                    _subscribed(spark, admin, source, timeout))
         except Py4JError as exc:
-            raise _fail(exc, source, "describing the cluster", timeout) from None
-    return str(found) if found else None
+            raise _fail(exc, source, "describing the cluster and its topics", timeout) from None
 
 
 def offsets(spark: SparkSession, source: SourceConfig, partitions: Mapping[str, list[int]],

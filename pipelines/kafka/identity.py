@@ -43,9 +43,14 @@ def describe(spark: SparkSession, source: SourceConfig, topics: Iterable[str],
     Raises:
         BrokerError: the broker did not answer, or refused the client.
     """
+    cluster, found = admin.describe_source(spark, source, timeout)
+    return identity_of(cluster, found, topics)
+
+
+def identity_of(cluster: str | None, found: Mapping[str, tuple[list[int], str]],
+                topics: Iterable[str]) -> SourceIdentity:
+    """The identity of ``topics`` from what :func:`admin.describe_source` found."""
     names = set(topics)
-    cluster = admin.cluster_id(spark, source, timeout)
-    found = admin.topic_partitions(spark, source, timeout) if names else {}
     return SourceIdentity(cluster, {name: topic_id for name, (_ps, topic_id) in found.items()
                                     if name in names})
 

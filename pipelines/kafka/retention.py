@@ -12,13 +12,17 @@ from pipelines.kafka import topics
 
 
 def check_retention(spark: SparkSession, config: PipelineConfig,
-                    recorded: dict[str, dict[int, int]] | None, say: Callable[[str], None]) -> None:
+                    recorded: dict[str, dict[int, int]] | None, say: Callable[[str], None],
+                    partitions: dict[str, list[int]] | None = None) -> None:
     """Compare the offsets the table recorded with the earliest ones Kafka still has.
+
+    ``partitions``: the subscribed partitions, if the caller just listed them.
 
     Raises:
         SourceError: retention deleted unread offsets and ``source.fail_on_data_loss`` is true.
     """
-    gone = topics.deleted_offsets(spark, config.source, recorded or {})
+    gone = topics.deleted_offsets(spark, config.source, recorded or {},
+                                  existing=partitions)
     if not gone:
         return
     count = sum(low - nxt for nxt, low in gone.values())

@@ -9,12 +9,14 @@ from __future__ import annotations
 import re
 import time
 from collections.abc import Mapping
+from dataclasses import dataclass
 
 from pyspark.sql import SparkSession
 
 from pipelines.config.model import SourceConfig
 from pipelines.errors import BrokerAuthError, BrokerError, SourceError
 from pipelines.kafka import admin
+from pipelines.kafka.identity import SourceIdentity, identity_of
 
 ClientConfig = dict[str, str | int | float | bool]
 
@@ -58,15 +60,28 @@ def list_partitions(spark: SparkSession, source: SourceConfig,
     return {name: numbers for name, (numbers, _id) in found.items()}
 
 
+@dataclass(frozen=True)
+class SourceNow:
+    """What the broker says about the source at start-up, from one admin client."""
+
+    partitions: dict[str, list[int]]
+    identity: SourceIdentity
+
+
 def wait_for_source(spark: SparkSession, source: SourceConfig,
                     timeout: float) -> dict[str, list[int]]:
+    """The partitions per topic, once the broker answers (see :func:`inspect_source`)."""
+    return inspect_source(spark, source, timeout).partitions
+
+
+def inspect_source(spark: SparkSession, source: SourceConfig, timeout: float) -> SourceNow:
     """Wait (up to ``timeout`` seconds) for the broker, then check that the topics exist.
 
     A broker that refuses the client (wrong credentials, TLS) fails at once: waiting for it
-    cannot help.
+    cannot help. The cluster id and topic ids come with the partitions, in the same client.
 
     Returns:
-        The partitions per topic.
+        The partitions per topic and the source's identity.
 
     Raises:
         BrokerError: the broker stayed unreachable, or refused the client.
@@ -75,7 +90,9 @@ def wait_for_source(spark: SparkSession, source: SourceConfig,
     deadline = time.monotonic() + timeout
     while True:
         try:
-            found = list_partitions(spark, source, timeout=min(10.0, max(1.0, timeout)))
+            cluster, described = admin.describe_source(
+                spark, source, timeout=min(10.0, max(1.0, timeout)))
+            found = {name: numbers for name, (numbers, _id) in described.items()}
             break
         except BrokerAuthError:
             raise
@@ -88,7 +105,7 @@ def wait_for_source(spark: SparkSession, source: SourceConfig,
     if missing:
         raise SourceError(f"topic(s) {', '.join(missing)} do not exist on "
                           f"{source.bootstrap_servers}; create them or fix source.topics.")
-    return found
+    return SourceNow(found, identity_of(cluster, described, found))
 
 
 def ensure_topic(bootstrap: str, topic: str, partitions: int = 3,
@@ -119,8 +136,9 @@ def add_partitions(bootstrap: str, topic: str, total: int) -> None:
 
 
 def deleted_offsets(spark: SparkSession, source: SourceConfig,
-                    expected: Mapping[str, Mapping[int, int]],
-                    timeout: float = 10.0) -> dict[tuple[str, int], tuple[int, int]]:
+                    expected: Mapping[str, Mapping[int, int]], timeout: float = 10.0,
+                    existing: Mapping[str, list[int]] | None = None,
+                    ) -> dict[tuple[str, int], tuple[int, int]]:
     """Partitions whose next unread offset Kafka no longer has (retention deleted it).
 
     Args:
@@ -128,13 +146,15 @@ def deleted_offsets(spark: SparkSession, source: SourceConfig,
         source: the pipeline's source.
         expected: the next offset to read per topic and partition.
         timeout: per offsets request, in seconds.
+        existing: the partitions that exist now, if the caller just asked (else listed here).
 
     Returns:
         ``(topic, partition) -> (next offset to read, earliest offset Kafka still has)`` for
         every partition where the earliest available offset is past the next one to read.
         Partitions of topics that no longer exist are left out (Spark's source reports them).
     """
-    existing = list_partitions(spark, source, timeout) if expected else {}
+    if existing is None:
+        existing = list_partitions(spark, source, timeout) if expected else {}
     wanted = {t: [p for p in ps if p in existing.get(t, [])] for t, ps in expected.items()}
     marks = admin.offsets(spark, source, {t: ps for t, ps in wanted.items() if ps}, timeout)
     return {(t, p): (expected[t][p], low) for (t, p), (low, _high, _at) in marks.items()
