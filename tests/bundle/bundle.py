@@ -2,14 +2,18 @@
 
 This mirrors the parts of ``databricks bundle validate`` that matter without a workspace:
 includes are merged into ``resources`` (remembering which file declared each resource, since
-relative paths are relative to that file), the target's overrides are applied, variables get
+relative paths are relative to that file), the functions named in ``python.resources`` are
+called from the bundle root as the CLI does (their resources' locations are their origin), the
+target's overrides are applied, variables get
 their value from ``--var`` overrides, then the target, then the default (a variable with none of
 those is an error, as in the CLI), and ``${...}`` references are substituted.
 """
 
 from __future__ import annotations
 
+import contextlib
 import copy
+import importlib
 import re
 from dataclasses import dataclass
 from pathlib import Path
@@ -20,10 +24,10 @@ import yaml
 ROOT = Path(__file__).resolve().parents[2]
 REFERENCE = re.compile(r"\$\{([A-Za-z0-9_.\-]+)\}")
 #: Values the CLI would fill in from the workspace at deploy time.
-WORKSPACE_CONTEXT = {"workspace.current_user.userName": "someone@example.com"}
+WORKSPACE_CONTEXT = {"workspace.current_user.userName": "someone@example.com",
+                     "workspace.file_path": "/Workspace/Users/someone@example.com/.bundle/files"}
 #: Values for the variables that have no default (what ``--var`` would pass).
-REQUIRED_VARS = {"kafka_bootstrap_servers": "broker-1.example.com:9092",
-                 "warehouse_id": "0123456789abcdef",
+REQUIRED_VARS = {"warehouse_id": "0123456789abcdef",
                  "service_principal": "11111111-2222-3333-4444-555555555555"}
 
 
@@ -62,7 +66,35 @@ def load_bundle(root: Path = ROOT) -> LoadedBundle:
                         raise ValueError(f"{kind}.{key} declared twice")
                     resources.setdefault(kind, {})[key] = value
                     origin[(kind, key)] = file
+    for kind, key, value, file in python_resources(root, config):
+        if (kind, key) in origin:
+            raise ValueError(f"{kind}.{key} declared twice")
+        resources.setdefault(kind, {})[key] = value
+        origin[(kind, key)] = file
     return LoadedBundle(config, origin, root)
+
+
+def python_resources(root: Path, config: dict[str, Any],
+                     target: str = "dev") -> list[tuple[str, str, dict[str, Any], Path]]:
+    """Call each ``python.resources`` function from ``root``, as the CLI does.
+
+    Returns:
+        ``(kind, key, resource as a dict, the file its location names)`` for every resource.
+    """
+    from databricks.bundles.core import Bundle
+
+    defaults = {k: v.get("default") for k, v in config.get("variables", {}).items()}
+    found = []
+    for name in config.get("python", {}).get("resources", []):
+        module, _, function = name.partition(":")
+        with contextlib.chdir(root):
+            loaded = getattr(importlib.import_module(module), function)(
+                Bundle(target=target, variables=defaults))
+        for kind in ("jobs", "dashboards", "pipelines"):
+            for key, resource in getattr(loaded, kind).items():
+                location = loaded._locations[("resources", kind, key)]
+                found.append((kind, key, resource.as_dict(), root / location.file))
+    return found
 
 
 def _merge(base: dict[str, Any], override: dict[str, Any]) -> dict[str, Any]:
