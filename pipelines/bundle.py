@@ -2,8 +2,9 @@
 
 ``databricks.yml`` names :func:`load_resources` in its ``python:`` section; the Databricks CLI
 calls it at ``bundle validate`` / ``deploy`` (from the bundle root, in the project's venv).
-Every ``*.yml`` config in :data:`CONFIG_DIR` is loaded and validated as for a local run (a bad
-config fails the deploy) and gets the same set of jobs:
+Every ``*.yml`` config in :data:`CONFIG_DIR` (``*.schema.yml`` files there are schemas beside
+them) is loaded and validated as for a local run (a bad config fails the deploy) and gets the
+same set of jobs:
 
 * ``<pipeline>_ingest``: available-now ingest, then validation of the run (scheduled);
 * ``<pipeline>_maintenance``: OPTIMIZE, VACUUM, full-table validation (scheduled);
@@ -32,6 +33,8 @@ from pipelines.errors import ConfigError
 
 #: The bundle's pipeline configs, relative to the bundle root (``databricks.yml``'s folder).
 CONFIG_DIR = "notebooks/pipelines.d"
+#: Files of :data:`CONFIG_DIR` that are schemas beside the configs, not pipeline configs.
+SCHEMA_SUFFIXES = (".schema.yml", ".schema.yaml")
 #: Where the CLI syncs the bundle's files in the workspace.
 WORKSPACE_FILES = "${workspace.file_path}"
 _WHEEL = "dist/*.whl"
@@ -54,10 +57,14 @@ class BundlePipeline:
 def pipeline_configs(root: Path) -> list[BundlePipeline]:
     """Load every pipeline config of the bundle (without environment overrides).
 
+    Every ``*.yml`` / ``*.yaml`` file of :data:`CONFIG_DIR` is a config, except schema files
+    kept beside them (``*.schema.yml``).
+
     Raises:
         ConfigError: an invalid config, no config at all, or two with the same job keys.
     """
-    files = sorted(p for p in (root / CONFIG_DIR).glob("*") if p.suffix in (".yml", ".yaml"))
+    files = sorted(p for p in (root / CONFIG_DIR).glob("*") if p.suffix in (".yml", ".yaml")
+                   and not p.name.endswith(SCHEMA_SUFFIXES))
     if not files:
         raise ConfigError(f"no pipeline config (*.yml) in {root / CONFIG_DIR}")
     pipelines = [BundlePipeline(f.relative_to(root).as_posix(), load_config(f, environ={}))

@@ -150,14 +150,22 @@ def test_tasks_pass_their_pipelines_config_file_from_the_workspace(bundle: Loade
 def test_adding_a_pipeline_is_adding_a_config_file(tmp_path: Path) -> None:
     shutil.copytree(ROOT / "notebooks" / "pipelines.d", tmp_path / "notebooks" / "pipelines.d")
     shutil.copytree(ROOT / "schemas" / "examples", tmp_path / "schemas" / "examples")
-    (tmp_path / "notebooks" / "pipelines.d" / "payments.yml").write_text(
+    folder = tmp_path / "notebooks" / "pipelines.d"
+    (folder / "payments.yml").write_text(
         "name: payments\nsource: {topics: [payments]}\ntarget: {table: main.pay.payments}\n"
-        "checkpoint: /tmp/ck/payments\n", encoding="utf-8")
+        "checkpoint: /tmp/ck/payments\nschema: payments.schema.yml\n", encoding="utf-8")
+    # A schema file beside the configs is not a config.
+    (folder / "payments.schema.yml").write_text(
+        "name: payments_v1\nkey: payment_id\nevent_time: kafka.timestamp\n"
+        "fields: {payment_id: string}\n", encoding="utf-8")
 
     jobs = generator.bundle_resources(tmp_path).jobs
 
     assert set(jobs) == {f"{p}_{k}" for p in (*PIPELINES, "payments") for k in JOB_KINDS}
     assert jobs["payments_ingest"].as_dict()["name"] == "deltasink ingest (payments)"
+    (task, _) = jobs["payments_ingest"].as_dict()["tasks"]
+    assert task["notebook_task"]["base_parameters"]["config"] == \
+        "${workspace.file_path}/notebooks/pipelines.d/payments.yml"
 
 
 def test_an_invalid_pipeline_config_fails_the_bundle_naming_its_file(tmp_path: Path) -> None:
