@@ -2,19 +2,21 @@
 
 This mirrors the parts of ``databricks bundle validate`` that matter without a workspace:
 includes are merged into ``resources`` (remembering which file declared each resource, since
-relative paths are relative to that file), the functions named in ``python.resources`` are
-called from the bundle root as the CLI does (their resources' locations are their origin), the
-target's overrides are applied, variables get
+relative paths are relative to that file), the functions named in ``python.resources`` are run
+through ``databricks.bundles.build`` from the bundle root as the CLI runs them (the locations
+they report are their resources' origin), the target's overrides are applied, variables get
 their value from ``--var`` overrides, then the target, then the default (a variable with none of
 those is an error, as in the CLI), and ``${...}`` references are substituted.
 """
 
 from __future__ import annotations
 
-import contextlib
 import copy
-import importlib
+import json
 import re
+import subprocess
+import sys
+import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -76,24 +78,41 @@ def load_bundle(root: Path = ROOT) -> LoadedBundle:
 
 def python_resources(root: Path, config: dict[str, Any],
                      target: str = "dev") -> list[tuple[str, str, dict[str, Any], Path]]:
-    """Call each ``python.resources`` function from ``root``, as the CLI does.
+    """Run the ``python.resources`` functions through ``databricks.bundles.build``, as the CLI
+    does: ``python -m databricks.bundles.build --phase load_resources`` from the bundle root,
+    with the bundle as JSON input (variables as ``{"value": ...}``); its diagnostics must be
+    empty.
 
     Returns:
-        ``(kind, key, resource as a dict, the file its location names)`` for every resource.
+        ``(kind, key, resource as a dict, the file its location names)`` for every resource
+        the functions added.
     """
-    from databricks.bundles.core import Bundle
-
-    defaults = {k: v.get("default") for k, v in config.get("variables", {}).items()}
+    if not config.get("python", {}).get("resources"):
+        return []
+    defaults = {k: {"value": v.get("default")} for k, v in config.get("variables", {}).items()}
+    before = {(kind, key) for kind, items in config.get("resources", {}).items() for key in items}
+    payload = {"bundle": {**config["bundle"], "target": target}, "python": config["python"],
+               "variables": defaults, "resources": config.get("resources", {})}
+    with tempfile.TemporaryDirectory() as tmp:
+        files = {name: Path(tmp) / f"{name}.json"
+                 for name in ("input", "output", "diagnostics", "locations")}
+        files["input"].write_text(json.dumps(payload), encoding="utf-8")
+        done = subprocess.run(
+            [sys.executable, "-m", "databricks.bundles.build", "--phase", "load_resources",
+             *(arg for name, file in files.items() for arg in (f"--{name}", str(file)))],
+            cwd=root, capture_output=True, text=True, timeout=300, check=False)
+        diagnostics = files["diagnostics"].read_text(encoding="utf-8").strip()
+        if done.returncode != 0 or diagnostics:
+            raise ValueError(f"load_resources failed: {diagnostics or done.stderr[-3000:]}")
+        output = json.loads(files["output"].read_text(encoding="utf-8"))
+        locations = {entry["path"]: entry["file"] for entry in map(
+            json.loads, files["locations"].read_text(encoding="utf-8").splitlines())}
     found = []
-    for name in config.get("python", {}).get("resources", []):
-        module, _, function = name.partition(":")
-        with contextlib.chdir(root):
-            loaded = getattr(importlib.import_module(module), function)(
-                Bundle(target=target, variables=defaults))
-        for kind in ("jobs", "dashboards", "pipelines"):
-            for key, resource in getattr(loaded, kind).items():
-                location = loaded._locations[("resources", kind, key)]
-                found.append((kind, key, resource.as_dict(), root / location.file))
+    for kind, items in output.get("resources", {}).items():
+        for key, value in items.items():
+            if (kind, key) not in before:
+                file = Path(locations[f"resources.{kind}.{key}"])
+                found.append((kind, key, value, file if file.is_absolute() else root / file))
     return found
 
 
