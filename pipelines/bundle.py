@@ -29,7 +29,7 @@ from databricks.bundles.jobs import Job
 
 from pipelines.config.loader import load_config
 from pipelines.config.model import PipelineConfig
-from pipelines.errors import ConfigError
+from pipelines.errors import ConfigError, DeltasinkError
 
 #: The bundle's pipeline configs, relative to the bundle root (``databricks.yml``'s folder).
 CONFIG_DIR = "notebooks/pipelines.d"
@@ -215,10 +215,18 @@ def bundle_resources(root: Path) -> Resources:
 def load_resources(bundle: Bundle) -> Resources:
     """The CLI's entry point (``python.resources`` in ``databricks.yml``); runs in the root.
 
+    A config that does not load becomes one diagnostic error with the loader's message (no
+    Python traceback), which fails ``bundle validate`` / ``deploy``.
+
     Args:
         bundle: the target being deployed (unused: targets differ only in variables).
 
     Returns:
-        The jobs of every pipeline config.
+        The jobs of every pipeline config, or the error.
     """
-    return bundle_resources(Path.cwd())
+    try:
+        return bundle_resources(Path.cwd())
+    except DeltasinkError as exc:
+        failed = Resources()  # type: ignore[no-untyped-call]
+        failed.add_diagnostic_error(str(exc))
+        return failed

@@ -30,6 +30,7 @@ from tests.bundle.bundle import (
     LoadedBundle,
     MissingVariables,
     load_bundle,
+    python_resources,
     resolve_target,
     unresolved,
 )
@@ -177,6 +178,26 @@ def test_an_invalid_pipeline_config_fails_the_bundle_naming_its_file(tmp_path: P
     with pytest.raises(ConfigError,
                        match=r"(?s)bad\.yml: invalid config.*databricks\.ingest_cron: .*Quartz"):
         generator.bundle_resources(tmp_path)
+
+
+def test_the_cli_reports_an_invalid_config_as_one_error_without_a_traceback(
+        bundle: LoadedBundle, tmp_path: Path) -> None:
+    shutil.copy(ROOT / "databricks.yml", tmp_path / "databricks.yml")
+    shutil.copytree(ROOT / "notebooks", tmp_path / "notebooks")
+    shutil.copytree(ROOT / "schemas" / "examples", tmp_path / "schemas" / "examples")
+    (tmp_path / "notebooks" / "pipelines.d" / "bad.yml").write_text(
+        "name: bad\nsource: {topics: [t]}\ncheckpoint: /c\ntarget: {table: a.b}\n"
+        "databricks: {ingest_cron: hourly}\n", encoding="utf-8")
+
+    with pytest.raises(ValueError, match="load_resources failed") as failed:
+        python_resources(tmp_path, bundle.config)
+
+    diagnostic = json.loads(str(failed.value).removeprefix("load_resources failed: "))
+    assert diagnostic["severity"] == "error"
+    assert diagnostic["summary"].startswith(
+        f"{tmp_path}/notebooks/pipelines.d/bad.yml: invalid config:")
+    assert "databricks.ingest_cron: Value error, not a Quartz cron" in diagnostic["summary"]
+    assert "Traceback" not in str(failed.value)
 
 
 def test_dev_is_the_default_development_target(bundle: LoadedBundle) -> None:
