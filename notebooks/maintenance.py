@@ -15,15 +15,12 @@
 
 from pipelines import jobs
 
-dbutils.widgets.text("pipeline_name", "", "Pipeline name")
-dbutils.widgets.text("bootstrap_servers", "", "Kafka bootstrap servers")
-dbutils.widgets.text("topics", "", "Kafka topics (comma-separated)")
-dbutils.widgets.text("target", "", "Target table (catalog.schema.table) or path")
-dbutils.widgets.text("quarantine", "", "Quarantine table or path (optional)")
-dbutils.widgets.text("checkpoint", "", "Checkpoint folder (UC Volume path)")
-dbutils.widgets.text("quality_results", "", "Quality-results table or path")
-dbutils.widgets.text("run_metrics", "", "Run-metrics table or path")
-dbutils.widgets.text("quality_docs", "", "Data Docs folder (UC Volume path)")
+dbutils.widgets.text("config", "", "Pipeline config file (workspace path)")
+dbutils.widgets.text("catalog", "", "Unity Catalog catalog (empty: the config's locations)")
+dbutils.widgets.text("schema", "", "Schema in the catalog")
+dbutils.widgets.text("volume", "", "Volume for checkpoints and Data Docs")
+dbutils.widgets.text("bootstrap_servers", "", "Kafka bootstrap servers (empty: the config's)")
+dbutils.widgets.text("secret_scope", "", "Secret scope of the config's databricks.secrets")
 dbutils.widgets.text("retain_hours", "168", "VACUUM retention in hours (>= 168)")
 
 # Fails fast, naming every missing or empty widget.
@@ -31,4 +28,4 @@ params = jobs.read_widgets(dbutils.widgets.get, jobs.MAINTENANCE_WIDGETS)
 
 # COMMAND ----------
 
-report = jobs.maintain(params, spark=spark)
+report = jobs.maintain(params, dbutils.secrets.get, spark=spark)

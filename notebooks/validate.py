@@ -15,23 +15,20 @@
 
 from pipelines import jobs
 
-dbutils.widgets.text("pipeline_name", "", "Pipeline name")
-dbutils.widgets.text("bootstrap_servers", "", "Kafka bootstrap servers")
-dbutils.widgets.text("topics", "", "Kafka topics (comma-separated)")
-dbutils.widgets.text("target", "", "Target table (catalog.schema.table) or path")
-dbutils.widgets.text("quarantine", "", "Quarantine table or path (optional)")
-dbutils.widgets.text("checkpoint", "", "Checkpoint folder (UC Volume path)")
-dbutils.widgets.text("quality_results", "", "Quality-results table or path")
-dbutils.widgets.text("run_metrics", "", "Run-metrics table or path")
-dbutils.widgets.text("quality_docs", "", "Data Docs folder (UC Volume path)")
+dbutils.widgets.text("config", "", "Pipeline config file (workspace path)")
+dbutils.widgets.text("catalog", "", "Unity Catalog catalog (empty: the config's locations)")
+dbutils.widgets.text("schema", "", "Schema in the catalog")
+dbutils.widgets.text("volume", "", "Volume for checkpoints and Data Docs")
+dbutils.widgets.text("bootstrap_servers", "", "Kafka bootstrap servers (empty: the config's)")
+dbutils.widgets.text("secret_scope", "", "Secret scope of the config's databricks.secrets")
 dbutils.widgets.text("run_id", "", "Run to validate (the ingest task's run_id task value)")
 dbutils.widgets.text("full", "false", "Validate the whole table: true | false")
-dbutils.widgets.text("max_lag_records", "", "Fail above this Kafka lag in records (optional)")
-dbutils.widgets.text("max_staleness", "", "Fail when records wait and the newest is older (optional)")
+dbutils.widgets.text("max_lag_records", "", "Kafka lag limit in records (empty: the config's)")
+dbutils.widgets.text("max_staleness", "", "Staleness limit (empty: the config's)")
 
 # Fails fast, naming every missing or empty widget.
 params = jobs.read_widgets(dbutils.widgets.get, jobs.VALIDATE_WIDGETS)
 
 # COMMAND ----------
 
-report = jobs.validate(params, spark=spark)
+report = jobs.validate(params, dbutils.secrets.get, spark=spark)

@@ -1,8 +1,9 @@
 """Entry points for the Databricks notebooks: widget values in, one pipeline action out.
 
-Each notebook declares its widgets, calls :func:`read_widgets` (failing fast on a missing or empty
-one), then makes one call: :func:`ingest`, :func:`validate` or :func:`maintain`. The widgets and
-their mapping to a :class:`PipelineConfig` live in :mod:`pipelines.widgets` (re-exported here for
+Each notebook declares its widgets (the pipeline's config file plus per-target adjustments),
+calls :func:`read_widgets` (failing fast on a missing or empty one), then makes one call:
+:func:`ingest`, :func:`validate` or :func:`maintain`. The widgets and how they build a
+:class:`PipelineConfig` live in :mod:`pipelines.widgets` (re-exported here for
 the notebooks), so notebooks hold no logic.
 
 The ingest task records its run's metrics and publishes the run id as a task value; the validate
@@ -93,12 +94,14 @@ def load_run(spark: SparkSession, config: PipelineConfig, run_id: str) -> RunRes
     return RunResult(config.name, run_id, tuple(batches))
 
 
-def validate(params: Mapping[str, str], *, spark: SparkSession | None = None) -> ValidationReport:
+def validate(params: Mapping[str, str], secrets: SecretGetter | None = None, *,
+             spark: SparkSession | None = None) -> ValidationReport:
     """The validate notebook: validate a recorded run (or the whole table); fail on failure.
 
     Args:
         params: widget values (:data:`VALIDATE_WIDGETS`): ``run_id`` (from the ingest task)
             and/or ``full`` (``true`` validates the whole table).
+        secrets: ``dbutils.secrets.get`` (the lag check reads Kafka).
         spark: the session (default: the active one).
 
     Returns:
@@ -113,7 +116,7 @@ def validate(params: Mapping[str, str], *, spark: SparkSession | None = None) ->
     full = _parse("full", values["full"], {"true": True, "false": False}.get)
     if not full and not values["run_id"]:
         raise ConfigError("widget 'run_id' is empty and 'full' is false: nothing to validate")
-    config, session = build_config(values), spark or get_spark()
+    config, session = build_config(values, secrets), spark or get_spark()
     run = load_run(session, config, values["run_id"]) if values["run_id"] else None
     report = validate_table(session, config, full=bool(full), run=run)
     print("\n".join(report.summary_lines()))
@@ -122,12 +125,13 @@ def validate(params: Mapping[str, str], *, spark: SparkSession | None = None) ->
     return report
 
 
-def maintain(params: Mapping[str, str], *,
+def maintain(params: Mapping[str, str], secrets: SecretGetter | None = None, *,
              spark: SparkSession | None = None) -> MaintenanceReport:
     """The maintenance notebook: OPTIMIZE, VACUUM, then full-table validation.
 
     Args:
         params: widget values (:data:`MAINTENANCE_WIDGETS`).
+        secrets: ``dbutils.secrets.get``.
         spark: the session (default: the active one).
 
     Returns:
@@ -141,7 +145,7 @@ def maintain(params: Mapping[str, str], *,
     values = read_widgets(params.__getitem__, MAINTENANCE_WIDGETS)
     hours = _parse("retain_hours", values["retain_hours"],
                    lambda v: int(v) if v.isdigit() else None)
-    report = run_maintenance(spark or get_spark(), build_config(values), int(hours))
+    report = run_maintenance(spark or get_spark(), build_config(values, secrets), int(hours))
     print("\n".join(report.summary_lines()))
     return report
 

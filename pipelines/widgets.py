@@ -1,48 +1,57 @@
-"""Databricks notebook widgets: their names, reading them, and mapping them to a config.
+"""Databricks notebook widgets: their names, reading them, and building the pipeline's config.
 
-A table widget takes a Unity Catalog name (``catalog.schema.table``) or a path (containing ``/``
-or a URI scheme). Secrets come only from the ``secrets`` callable (``dbutils.secrets.get``) and
-are never printed. :mod:`pipelines.jobs` holds the entry points that use them.
+A job passes the notebook the **config file** (the same YAML that runs locally, shipped with the
+bundle: ``${workspace.file_path}/notebooks/pipelines.d/<pipeline>.yml``), so every config key is
+available. A few widgets adjust it per bundle target:
+
+* ``catalog``, ``schema``, ``volume``: place the pipeline in Unity Catalog. The target and
+  quarantine tables become ``<catalog>.<schema>.<table>`` (the table's last name part, or the
+  pipeline name), the quality-results and run-metrics tables ``<catalog>.<schema>.deltasink_*``,
+  the checkpoint and Data Docs go under ``/Volumes/<catalog>/<schema>/<volume>/``. Empty: the
+  config's own locations (a local run, or a config that names its tables itself).
+* ``bootstrap_servers``: replaces ``source.bootstrap_servers`` when set.
+* ``max_lag_records``, ``max_staleness``, ``validate_every``, ``on_failure``: replace the
+  ``quality.*`` key when set (the bundle sets them only where the config has no value).
+* ``secret_scope``: the scope the config's ``databricks.secrets`` are read from (default
+  ``databricks.secret_scope``). Each secret becomes the config override it is named by, so it is
+  handled exactly like the environment variable locally, and never printed.
 """
 
 from __future__ import annotations
 
-import re
+import os
 from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
 from typing import Any
 
-from pipelines.config.loader import parse_config
+from pipelines.config import env
+from pipelines.config.loader import apply_env_overrides, parse_config, read_config_file
 from pipelines.config.model import PipelineConfig
+from pipelines.config.paths import resolve_relative_paths
 from pipelines.errors import ConfigError
 from pipelines.runtime.spark import on_databricks
 
 #: ``secrets(scope, key) -> value``, i.e. ``dbutils.secrets.get``.
 SecretGetter = Callable[[str, str], str]
-#: Keys read from the secret scope named by the ``secret_scope`` widget.
-SASL_USERNAME_KEY = "kafka-sasl-username"
-SASL_PASSWORD_KEY = "kafka-sasl-password"
 
-COMMON_WIDGETS = ("pipeline_name", "bootstrap_servers", "topics", "target", "quarantine",
-                  "checkpoint", "quality_results", "run_metrics", "quality_docs")
-#: The optional lag and staleness thresholds (``quality.max_lag_records`` and
-#: ``quality.max_staleness``) of the validate task and of cadence validation; empty: not checked.
+#: Per-target placement and the secret scope (empty: the config's own values).
+PLACEMENT_WIDGETS = ("catalog", "schema", "volume", "bootstrap_servers", "secret_scope")
+COMMON_WIDGETS = ("config", *PLACEMENT_WIDGETS)
+#: ``quality.max_lag_records`` / ``quality.max_staleness``; empty: the config's value.
 THRESHOLD_WIDGETS = ("max_lag_records", "max_staleness")
-#: ``quality.validate_every`` / ``quality.on_failure`` (continuous only); empty: the defaults.
+#: ``quality.validate_every`` / ``quality.on_failure`` (continuous only); empty: the config's.
 CADENCE_WIDGETS = ("validate_every", "on_failure")
-INGEST_WIDGETS = (*COMMON_WIDGETS, "trigger", "interval", "secret_scope", "sasl_mechanism",
-                  *CADENCE_WIDGETS, *THRESHOLD_WIDGETS)
+INGEST_WIDGETS = (*COMMON_WIDGETS, "trigger", "interval", *CADENCE_WIDGETS, *THRESHOLD_WIDGETS)
 VALIDATE_WIDGETS = (*COMMON_WIDGETS, "run_id", "full", *THRESHOLD_WIDGETS)
 MAINTENANCE_WIDGETS = (*COMMON_WIDGETS, "retain_hours")
 #: Widgets that may be empty; every other one must be set.
-OPTIONAL_WIDGETS = frozenset({"quarantine", "secret_scope", "sasl_mechanism", "run_id",
-                              *THRESHOLD_WIDGETS, *CADENCE_WIDGETS})
-
-_LOGIN_MODULES = {
-    "PLAIN": "org.apache.kafka.common.security.plain.PlainLoginModule",
-    "SCRAM-SHA-256": "org.apache.kafka.common.security.scram.ScramLoginModule",
-    "SCRAM-SHA-512": "org.apache.kafka.common.security.scram.ScramLoginModule",
-}
-_TABLE_NAME = re.compile(r"^[A-Za-z0-9_]+(\.[A-Za-z0-9_]+){1,2}$")
+OPTIONAL_WIDGETS = frozenset({*PLACEMENT_WIDGETS, "run_id", *THRESHOLD_WIDGETS,
+                              *CADENCE_WIDGETS})
+#: The shared bookkeeping tables in ``<catalog>.<schema>`` (the dashboard reads them).
+RESULTS_TABLE = "deltasink_quality_results"
+METRICS_TABLE = "deltasink_run_metrics"
+#: The Databricks runtime shades the Kafka client's classes under this prefix.
+_SHADED = "kafkashaded."
 
 
 def read_widgets(get: Callable[[str], str], names: Sequence[str]) -> dict[str, str]:
@@ -67,79 +76,125 @@ def read_widgets(get: Callable[[str], str], names: Sequence[str]) -> dict[str, s
     missing = [n for n in names if not values[n] and n not in OPTIONAL_WIDGETS]
     if missing:
         raise ConfigError(f"notebook widget(s) missing or empty: {', '.join(missing)}. Set them "
-                          "in the task's base_parameters (notebooks/resources/jobs.yml) or in "
-                          "the notebook's widget bar.")
+                          "in the task's base_parameters (generated by pipelines/bundle.py) or "
+                          "in the notebook's widget bar.")
     return values
 
 
-def _location(params: Mapping[str, str], widget: str) -> tuple[str | None, str | None]:
-    """Split a table widget's value into ``(path, table)``; both ``None`` when it is empty."""
-    value = params.get(widget, "").strip()
-    if not value:
-        return None, None
-    if "/" in value or ":" in value:
-        return value, None
-    if _TABLE_NAME.match(value):
-        return None, value
-    raise ConfigError(f"widget '{widget}': '{value}' is neither a path (containing '/') nor a "
-                      "table name like catalog.schema.table")
-
-
-def kafka_auth_options(params: Mapping[str, str], secrets: SecretGetter | None) -> dict[str, str]:
-    """Kafka SASL settings from the ``secret_scope`` widget's scope (``{}`` without a scope).
+def read_secrets(raw: Mapping[str, Any], scope: str,
+                 secrets: SecretGetter | None) -> dict[str, str]:
+    """The config's ``databricks.secrets``, read from ``scope``, as config overrides.
 
     Args:
-        params: widget values (``secret_scope``, ``sasl_mechanism``).
-        secrets: ``dbutils.secrets.get``; required when ``secret_scope`` is set.
+        raw: the config mapping.
+        scope: the secret scope (the widget's, else ``databricks.secret_scope``).
+        secrets: ``dbutils.secrets.get``.
 
     Returns:
-        ``security.protocol``, ``sasl.mechanism`` and ``sasl.jaas.config`` (secret), or ``{}``.
+        Override variable name -> secret value (never print it).
+
+    Raises:
+        ConfigError: secrets are named without a scope or a getter, or one cannot be read.
     """
-    scope = params.get("secret_scope", "").strip()
-    if not scope:
+    section = raw.get("databricks") or {}
+    names = section.get("secrets") or {} if isinstance(section, Mapping) else {}
+    if not names:
         return {}
+    if not isinstance(names, Mapping):
+        raise ConfigError("databricks.secrets: expected a mapping of override name -> key")
+    scope = scope or str(section.get("secret_scope") or "")
+    if not scope:
+        raise ConfigError("databricks.secrets is set but no secret scope is (set "
+                          "databricks.secret_scope or the secret_scope widget)")
     if secrets is None:
-        raise ConfigError(f"widget 'secret_scope' is '{scope}' but no secrets getter was given")
-    mechanism = params.get("sasl_mechanism", "").strip().upper() or "PLAIN"
-    if mechanism not in _LOGIN_MODULES:
-        raise ConfigError(f"widget 'sasl_mechanism': '{mechanism}' is not one of "
-                          f"{', '.join(sorted(_LOGIN_MODULES))}")
-    user, password = secrets(scope, SASL_USERNAME_KEY), secrets(scope, SASL_PASSWORD_KEY)
-    if any(c in v for v in (user, password) for c in '"\\'):
-        raise ConfigError(f"secret {scope}/{SASL_USERNAME_KEY} or {SASL_PASSWORD_KEY} contains a "
-                          "quote or backslash, which a JAAS config cannot hold")
-    # The Databricks runtime shades the Kafka client under ``kafkashaded.``.
-    module = ("kafkashaded." if on_databricks() else "") + _LOGIN_MODULES[mechanism]
-    return {"security.protocol": "SASL_SSL", "sasl.mechanism": mechanism,
-            "sasl.jaas.config": f'{module} required username="{user}" password="{password}";'}
+        raise ConfigError(f"secret scope '{scope}' is set but no secrets getter was given")
+    values = {}
+    for var, key in names.items():
+        try:
+            values[str(var)] = secrets(scope, str(key))
+        except Exception as exc:  # dbutils raises through py4j; never echo a value
+            raise ConfigError(f"secret '{key}' (for {var}) cannot be read from scope "
+                              f"'{scope}': {type(exc).__name__}") from None
+    return values
 
 
-def build_config(params: Mapping[str, str], secrets: SecretGetter | None = None) -> PipelineConfig:
-    """Map widget values to a validated :class:`PipelineConfig`.
+def place(raw: Mapping[str, Any], catalog: str, schema: str, volume: str) -> dict[str, Any]:
+    """Move the pipeline's tables to ``catalog.schema`` and its folders to the Volume.
+
+    Args:
+        raw: the config mapping (not modified).
+        catalog, schema, volume: the Unity Catalog placement; all empty: ``raw`` unchanged.
+
+    Returns:
+        The config mapping with every location replaced.
+
+    Raises:
+        ConfigError: only some of the three are set.
+    """
+    out = {k: (dict(v) if isinstance(v, Mapping) else v) for k, v in raw.items()}
+    if not (catalog or schema or volume):
+        return out
+    if not (catalog and schema and volume):
+        raise ConfigError("widgets catalog, schema and volume: set all three or none")
+    name = str(out.get("name", ""))
+    prefix, folder = f"{catalog}.{schema}", f"/Volumes/{catalog}/{schema}/{volume}"
+
+    def leaf(value: Any, default: str) -> str:
+        return (str(value).split(".")[-1] if value else default).replace("-", "_")
+
+    target = dict(out.get("target") or {})
+    table = leaf(target.pop("table", None), name.replace(".", "_"))
+    quarantine = leaf(target.pop("quarantine_table", None), f"{table}_quarantine")
+    target.pop("path", None)
+    target.pop("quarantine_path", None)
+    out["target"] = {**target, "table": f"{prefix}.{table}",
+                     "quarantine_table": f"{prefix}.{quarantine}"}
+    quality = dict(out.get("quality") or {})
+    for kind, default in (("results", RESULTS_TABLE), ("metrics", METRICS_TABLE)):
+        quality.pop(f"{kind}_path", None)
+        quality[f"{kind}_table"] = f"{prefix}.{leaf(quality.get(f'{kind}_table'), default)}"
+    out["quality"] = {**quality, "docs_dir": f"{folder}/quality_docs/{name}"}
+    out["checkpoint"] = f"{folder}/checkpoints/{name}"
+    return out
+
+
+def _shade(raw: dict[str, Any]) -> dict[str, Any]:
+    """On Databricks, point Kafka option values naming ``org.apache.kafka.`` classes (a JAAS
+    login module) at the runtime's shaded copy."""
+    source = raw.get("source")
+    if not on_databricks() or not isinstance(source, dict) or not source.get("options"):
+        return raw
+    options = {k: (_SHADED + v if isinstance(v, str) and v.startswith("org.apache.kafka.")
+                   else v) for k, v in source["options"].items()}
+    return {**raw, "source": {**source, "options": options}}
+
+
+def build_config(params: Mapping[str, str], secrets: SecretGetter | None = None,
+                 environ: Mapping[str, str] | None = None) -> PipelineConfig:
+    """Build the pipeline's validated config from its file and the widgets' adjustments.
 
     Args:
         params: widget values, as returned by :func:`read_widgets`.
-        secrets: ``dbutils.secrets.get``, used only when ``secret_scope`` is set.
+        secrets: ``dbutils.secrets.get``, used when the config names ``databricks.secrets``.
+        environ: environment overrides as for a local run (default ``os.environ``); the
+            secrets are applied over them.
 
     Returns:
-        The frozen config; a bad value raises :class:`ConfigError` naming the widget or key.
+        The frozen config; a bad value raises :class:`ConfigError` naming the key.
     """
-    t_path, t_table = _location(params, "target")
-    q_path, q_table = _location(params, "quarantine")
-    r_path, r_table = _location(params, "quality_results")
-    m_path, m_table = _location(params, "run_metrics")
-    raw: dict[str, Any] = {
-        "name": params["pipeline_name"],
-        "source": {"bootstrap_servers": params["bootstrap_servers"],
-                   "topics": [t.strip() for t in params["topics"].split(",") if t.strip()],
-                   "options": kafka_auth_options(params, secrets)},
-        "target": {"path": t_path, "table": t_table,
-                   "quarantine_path": q_path, "quarantine_table": q_table},
-        "checkpoint": params["checkpoint"],
-        "quality": {"docs_dir": params["quality_docs"],
-                    "results_path": r_path, "results_table": r_table,
-                    "metrics_path": m_path, "metrics_table": m_table,
-                    **{k: params[k] for k in (*THRESHOLD_WIDGETS, *CADENCE_WIDGETS)
-                       if params.get(k, "").strip()}},
-    }
-    return parse_config(raw, source="notebook widgets")
+    file = Path(params["config"])
+    raw = read_config_file(file)
+    secret_env = read_secrets(raw, params.get("secret_scope", ""), secrets)
+    environ = {**(os.environ if environ is None else environ), **secret_env}
+    raw = apply_env_overrides(raw, environ)
+    raw = place(raw, *(params.get(k, "").strip() for k in ("catalog", "schema", "volume")))
+    if params.get("bootstrap_servers", "").strip():
+        raw["source"] = {**(raw.get("source") or {}),
+                         "bootstrap_servers": params["bootstrap_servers"].strip()}
+    adjusted = {k: params[k].strip() for k in (*THRESHOLD_WIDGETS, *CADENCE_WIDGETS)
+                if params.get(k, "").strip()}
+    if adjusted:
+        raw["quality"] = {**(raw.get("quality") or {}), **adjusted}
+    raw = resolve_relative_paths(_shade(raw), file.resolve().parent)
+    origins = {".".join(path): var for var, path in env.overrides(environ).items()}
+    return parse_config(raw, source=str(file), origins=origins)

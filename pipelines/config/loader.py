@@ -15,7 +15,7 @@ from pipelines.config.model import PipelineConfig
 from pipelines.config.paths import resolve_relative_paths
 from pipelines.errors import ConfigError
 
-_OPTIONAL_SECTIONS = ("quality", "spark")
+_OPTIONAL_SECTIONS = ("quality", "spark", "databricks")
 
 
 def load_config(path: str | Path, environ: Mapping[str, str] | None = None) -> PipelineConfig:
@@ -32,6 +32,20 @@ def load_config(path: str | Path, environ: Mapping[str, str] | None = None) -> P
         ConfigError: the file is missing, is not YAML, has an unknown key or a bad value.
     """
     file = Path(path)
+    raw = read_config_file(file)
+    environ = os.environ if environ is None else environ
+    raw = apply_env_overrides(raw, environ)
+    raw = resolve_relative_paths(raw, file.resolve().parent)
+    origins = {".".join(path): var for var, path in env.overrides(environ).items()}
+    return parse_config(raw, source=str(file), origins=origins)
+
+
+def read_config_file(file: Path) -> dict[str, Any]:
+    """The parsed YAML mapping of a config file, before overrides and path resolution.
+
+    Raises:
+        ConfigError: the file is missing, unreadable, not YAML or not a mapping.
+    """
     if not file.is_file():
         raise ConfigError(f"config file not found: {file} (pass --config PATH to a YAML file)")
     try:
@@ -44,11 +58,7 @@ def load_config(path: str | Path, environ: Mapping[str, str] | None = None) -> P
         raise ConfigError(f"{file}: expected a mapping of keys at the top level")
     # An optional section whose keys are all commented out reads as null: it means "defaults".
     raw = {k: v for k, v in raw.items() if not (v is None and k in _OPTIONAL_SECTIONS)}
-    environ = os.environ if environ is None else environ
-    raw = apply_env_overrides(raw, environ)
-    raw = resolve_relative_paths(raw, file.resolve().parent)
-    origins = {".".join(path): var for var, path in env.overrides(environ).items()}
-    return parse_config(raw, source=str(file), origins=origins)
+    return raw
 
 
 def parse_config(raw: Mapping[str, Any], source: str = "<config>",

@@ -16,6 +16,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, SecretStr, field_validator, model_validator
 
 from pipelines.config.cadence import Cadence, default_cadence
+from pipelines.config.databricks import DatabricksConfig
 from pipelines.config.schema import key_from_schema
 from pipelines.config.units import parse_duration, parse_whole_days
 from pipelines.config.upsert import KAFKA_SEQUENCE, Mode, check_mode
@@ -212,6 +213,7 @@ class PipelineConfig(BaseModel):
     checkpoint: str
     quality: QualityConfig = Field(default_factory=QualityConfig)  # type: ignore[arg-type]
     spark: SparkConfig = Field(default_factory=SparkConfig)  # type: ignore[arg-type]
+    databricks: DatabricksConfig = Field(default_factory=DatabricksConfig)
     config_file: str | None = Field(None, exclude=True)
 
     _key_from_schema = model_validator(mode="before")(key_from_schema)

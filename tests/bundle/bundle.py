@@ -2,7 +2,9 @@
 
 This mirrors the parts of ``databricks bundle validate`` that matter without a workspace:
 includes are merged into ``resources`` (remembering which file declared each resource, since
-relative paths are relative to that file), the target's overrides are applied, variables get
+relative paths are relative to that file), the functions named in ``python.resources`` are run
+through ``databricks.bundles.build`` from the bundle root as the CLI runs them (the locations
+they report are their resources' origin), the target's overrides are applied, variables get
 their value from ``--var`` overrides, then the target, then the default (a variable with none of
 those is an error, as in the CLI), and ``${...}`` references are substituted.
 """
@@ -10,7 +12,11 @@ those is an error, as in the CLI), and ``${...}`` references are substituted.
 from __future__ import annotations
 
 import copy
+import json
 import re
+import subprocess
+import sys
+import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -20,10 +26,10 @@ import yaml
 ROOT = Path(__file__).resolve().parents[2]
 REFERENCE = re.compile(r"\$\{([A-Za-z0-9_.\-]+)\}")
 #: Values the CLI would fill in from the workspace at deploy time.
-WORKSPACE_CONTEXT = {"workspace.current_user.userName": "someone@example.com"}
+WORKSPACE_CONTEXT = {"workspace.current_user.userName": "someone@example.com",
+                     "workspace.file_path": "/Workspace/Users/someone@example.com/.bundle/files"}
 #: Values for the variables that have no default (what ``--var`` would pass).
-REQUIRED_VARS = {"kafka_bootstrap_servers": "broker-1.example.com:9092",
-                 "warehouse_id": "0123456789abcdef",
+REQUIRED_VARS = {"warehouse_id": "0123456789abcdef",
                  "service_principal": "11111111-2222-3333-4444-555555555555"}
 
 
@@ -62,7 +68,52 @@ def load_bundle(root: Path = ROOT) -> LoadedBundle:
                         raise ValueError(f"{kind}.{key} declared twice")
                     resources.setdefault(kind, {})[key] = value
                     origin[(kind, key)] = file
+    for kind, key, value, file in python_resources(root, config):
+        if (kind, key) in origin:
+            raise ValueError(f"{kind}.{key} declared twice")
+        resources.setdefault(kind, {})[key] = value
+        origin[(kind, key)] = file
     return LoadedBundle(config, origin, root)
+
+
+def python_resources(root: Path, config: dict[str, Any],
+                     target: str = "dev") -> list[tuple[str, str, dict[str, Any], Path]]:
+    """Run the ``python.resources`` functions through ``databricks.bundles.build``, as the CLI
+    does: ``python -m databricks.bundles.build --phase load_resources`` from the bundle root,
+    with the bundle as JSON input (variables as ``{"value": ...}``); its diagnostics must be
+    empty.
+
+    Returns:
+        ``(kind, key, resource as a dict, the file its location names)`` for every resource
+        the functions added.
+    """
+    if not config.get("python", {}).get("resources"):
+        return []
+    defaults = {k: {"value": v.get("default")} for k, v in config.get("variables", {}).items()}
+    before = {(kind, key) for kind, items in config.get("resources", {}).items() for key in items}
+    payload = {"bundle": {**config["bundle"], "target": target}, "python": config["python"],
+               "variables": defaults, "resources": config.get("resources", {})}
+    with tempfile.TemporaryDirectory() as tmp:
+        files = {name: Path(tmp) / f"{name}.json"
+                 for name in ("input", "output", "diagnostics", "locations")}
+        files["input"].write_text(json.dumps(payload), encoding="utf-8")
+        done = subprocess.run(
+            [sys.executable, "-m", "databricks.bundles.build", "--phase", "load_resources",
+             *(arg for name, file in files.items() for arg in (f"--{name}", str(file)))],
+            cwd=root, capture_output=True, text=True, timeout=300, check=False)
+        diagnostics = files["diagnostics"].read_text(encoding="utf-8").strip()
+        if done.returncode != 0 or diagnostics:
+            raise ValueError(f"load_resources failed: {diagnostics or done.stderr[-3000:]}")
+        output = json.loads(files["output"].read_text(encoding="utf-8"))
+        locations = {entry["path"]: entry["file"] for entry in map(
+            json.loads, files["locations"].read_text(encoding="utf-8").splitlines())}
+    found = []
+    for kind, items in output.get("resources", {}).items():
+        for key, value in items.items():
+            if (kind, key) not in before:
+                file = Path(locations[f"resources.{kind}.{key}"])
+                found.append((kind, key, value, file if file.is_absolute() else root / file))
+    return found
 
 
 def _merge(base: dict[str, Any], override: dict[str, Any]) -> dict[str, Any]:

@@ -1,29 +1,38 @@
 """The Databricks notebooks, run locally end to end with a ``dbutils`` stand-in.
 
 Each notebook's source is executed cell by cell (as a job task would) against the real embedded
-Kafka broker and Delta tables in a temp lake, with ``spark`` and ``dbutils`` as globals.
+Kafka broker and Delta tables in a temp lake, with ``spark`` and ``dbutils`` as globals. The
+widgets are the ones the bundle generates for each pipeline (``pipelines/bundle.py``), with the
+config file pointing at a copy of the bundle's ``notebooks/pipelines.d`` (topics renamed) and
+no Unity Catalog placement, so each config's own (temp) locations are used.
 """
 
 from __future__ import annotations
 
 import ast
 import json
+import shutil
 from collections.abc import Iterator
 from dataclasses import dataclass
+from functools import cache
 from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
+from confluent_kafka import Producer
 from pyspark.sql import SparkSession
 
-from pipelines import jobs, widgets
-from pipelines.kafka.broker import EmbeddedBroker
+from pipelines import jobs
 from pipelines.errors import ConfigError, QualityError
-from pipelines.ops.maintenance import MIN_RETAIN_HOURS
+from pipelines.kafka.broker import EmbeddedBroker
 from pipelines.kafka.produce import ProduceSummary, produce_events
+from pipelines.kafka.topics import ensure_topic
+from pipelines.ops.maintenance import MIN_RETAIN_HOURS
 from pipelines.sink.metrics import RunResult
 from quality.model import ValidationReport
 from quality.suites import QUARANTINE_EXPECTATION
+from tests.bundle.bundle import REQUIRED_VARS, ROOT, load_bundle, resolve_target
 from tests.support.dbutils import (
     DBUtils,
     declared_widgets,
@@ -32,27 +41,57 @@ from tests.support.dbutils import (
     notebook_cells,
     run_notebook,
 )
+from tests.support.orders import encode, order
 
-NOTEBOOKS = Path(__file__).resolve().parents[2] / "notebooks"
+NOTEBOOKS = ROOT / "notebooks"
+CONFIGS = "notebooks/pipelines.d"
 ENTRY = {"ingest.py": "ingest", "validate.py": "validate", "maintenance.py": "maintain"}
 DASHBOARD = NOTEBOOKS / "dashboards" / "quality.lvdash.json"
 
 
-def pipeline_params(lake: Path, bootstrap: str, topic: str) -> dict[str, str]:
-    """The widgets every notebook shares, pointing at local paths in ``lake``."""
-    return {
-        "pipeline_name": "orders_bronze", "bootstrap_servers": bootstrap, "topics": topic,
-        "target": str(lake / "orders"), "quarantine": str(lake / "orders_quarantine"),
-        "checkpoint": str(lake / "_checkpoints" / "orders_bronze"),
-        "quality_results": str(lake / "_quality" / "results"),
-        "run_metrics": str(lake / "_quality" / "run_metrics"),
-        "quality_docs": str(lake / "_quality" / "docs"),
-    }
+def local_bundle(root: Path, topics: dict[str, str]) -> Path:
+    """Copy the bundle's pipeline configs (and the example schema they use) under ``root``,
+    with each pipeline's topic renamed; the configs' relative paths land in ``root/lake``."""
+    (root / CONFIGS).mkdir(parents=True)
+    for file in (ROOT / CONFIGS).glob("*.yml"):
+        raw = yaml.safe_load(file.read_text(encoding="utf-8"))
+        if raw["name"] in topics:
+            raw["source"]["topics"] = [topics[raw["name"]]]
+        (root / CONFIGS / file.name).write_text(yaml.safe_dump(raw), encoding="utf-8")
+    shutil.copytree(ROOT / "schemas" / "examples", root / "schemas" / "examples",
+                    dirs_exist_ok=True)
+    return root / "lake"
 
 
-def ingest_params(lake: Path, bootstrap: str, topic: str) -> dict[str, str]:
-    return {**pipeline_params(lake, bootstrap, topic), "trigger": "available-now",
-            "interval": "1s", "secret_scope": "", "sasl_mechanism": ""}
+@cache
+def generated_params(pipeline: str, job: str, task: str) -> dict[str, str]:
+    """The base_parameters the bundle gives a task (dev target, variable defaults)."""
+    config = resolve_target(load_bundle(), "dev", REQUIRED_VARS)
+    (found,) = [t for t in config["resources"]["jobs"][f"{pipeline}_{job}"]["tasks"]
+                if t["task_key"] == task]
+    return dict(found["notebook_task"]["base_parameters"])
+
+
+def task_params(root: Path, pipeline: str, job: str, task: str, bootstrap: str = "",
+                **changes: str) -> dict[str, str]:
+    """A generated task's widgets, run locally: the copied config, no catalog placement."""
+    return {**generated_params(pipeline, job, task), "config": str(root / CONFIGS /
+                                                                    f"{pipeline}.yml"),
+            "catalog": "", "schema": "", "volume": "", "bootstrap_servers": bootstrap,
+            **changes}
+
+
+def ingest_params(root: Path, bootstrap: str, pipeline: str = "orders_bronze") -> dict[str, str]:
+    return task_params(root, pipeline, "ingest", "ingest", bootstrap, interval="1s")
+
+
+def produce_lines(bootstrap: str, topic: str, records: list[dict[str, Any]]) -> None:
+    """Order lines (the orders_v1 schema) with their trace-id header."""
+    ensure_topic(bootstrap, topic, partitions=2)
+    producer = Producer({"bootstrap.servers": bootstrap})
+    for i, record in enumerate(records):
+        producer.produce(topic, value=encode(record), headers=[("trace-id", f"t-{i}".encode())])
+    assert producer.flush(30) == 0
 
 
 @pytest.mark.parametrize("name", sorted(ENTRY))
@@ -76,32 +115,29 @@ def test_notebook_is_databricks_source_with_widgets_then_one_call(name: str) -> 
                for s in widgets_cell.body)
 
 
-@pytest.mark.parametrize(("name", "drop"), [
-    ("ingest.py", "bootstrap_servers"), ("validate.py", "target"),
-    ("maintenance.py", "checkpoint"),
-])
-def test_missing_widget_fails_fast_naming_it(
-    name: str, drop: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+@pytest.mark.parametrize("name", sorted(ENTRY))
+def test_missing_config_widget_fails_fast_naming_it(
+    name: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     called: list[str] = []
     monkeypatch.setattr(jobs, ENTRY[name], lambda *a, **k: called.append(name))
-    params = {**ingest_params(tmp_path, "127.0.0.1:9", "orders"), "full": "true",
-              "run_id": "", "retain_hours": "168"}
-    del params[drop]
+    params = {**ingest_params(tmp_path, "127.0.0.1:9"), "full": "true", "run_id": "",
+              "retain_hours": "168"}
+    del params["config"]
 
-    with pytest.raises(ConfigError, match=f"missing or empty: {drop}\\. Set them"):
+    with pytest.raises(ConfigError, match="missing or empty: config\\. Set them"):
         run_notebook(NOTEBOOKS / name, make_dbutils(params), spark=None)
     assert called == [], "nothing may run after a missing widget"
 
 
 def test_empty_required_widget_is_reported_with_every_other_one(tmp_path: Path) -> None:
-    params = {**ingest_params(tmp_path, "", "orders"), "topics": " "}
-    with pytest.raises(ConfigError, match="missing or empty: bootstrap_servers, topics\\."):
+    params = {**ingest_params(tmp_path, ""), "config": " ", "trigger": ""}
+    with pytest.raises(ConfigError, match="missing or empty: config, trigger\\."):
         run_notebook(NOTEBOOKS / "ingest.py", make_dbutils(params), spark=None)
 
 
-def test_ingest_reads_sasl_secrets_through_dbutils_and_never_prints_them(
-    spark: SparkSession, lake: Path, monkeypatch: pytest.MonkeyPatch,
+def test_ingest_reads_the_configs_secrets_through_dbutils_and_never_prints_them(
+    spark: SparkSession, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
     capsys: pytest.CaptureFixture[str],
 ) -> None:
     import pipelines.run
@@ -113,22 +149,22 @@ def test_ingest_reads_sasl_secrets_through_dbutils_and_never_prints_them(
         return RunResult(config.name, "run-secret", ())
 
     monkeypatch.setattr(pipelines.run, "run_pipeline", fake_run)
-    params = {**ingest_params(lake, "broker:9093", "orders"), "secret_scope": "kafka",
-              "sasl_mechanism": "SCRAM-SHA-512"}
-    secrets = {("kafka", widgets.SASL_USERNAME_KEY): "svc-user",
-               ("kafka", widgets.SASL_PASSWORD_KEY): "s3cr3t-pw"}
-    dbutils = make_dbutils(params, secrets)
+    local_bundle(tmp_path, {})
+    config = tmp_path / CONFIGS / "orders_bronze.yml"
+    raw = yaml.safe_load(config.read_text(encoding="utf-8"))
+    raw["source"]["options"] = {"security.protocol": "SASL_SSL", "sasl.mechanism": "PLAIN"}
+    raw["databricks"] = {"secrets": {"DELTASINK_SOURCE__OPTIONS__SASL_JAAS_CONFIG": "jaas"}}
+    config.write_text(yaml.safe_dump(raw), encoding="utf-8")
+    jaas = ('org.apache.kafka.common.security.plain.PlainLoginModule required '
+            'username="svc-user" password="s3cr3t-pw";')
+    scope = generated_params("orders_bronze", "ingest", "ingest")["secret_scope"]
+    dbutils = make_dbutils(ingest_params(tmp_path, "broker:9093"), {(scope, "jaas"): jaas})
 
     run_notebook(NOTEBOOKS / "ingest.py", dbutils, spark)
 
-    assert dbutils.secrets.read == [("kafka", widgets.SASL_USERNAME_KEY),
-                                    ("kafka", widgets.SASL_PASSWORD_KEY)]
+    assert dbutils.secrets.read == [(scope, "jaas")]
     options = seen["config"].source.kafka_options()
-    assert options["security.protocol"] == "SASL_SSL"
-    assert options["sasl.mechanism"] == "SCRAM-SHA-512"
-    assert options["sasl.jaas.config"] == (
-        'org.apache.kafka.common.security.scram.ScramLoginModule required '
-        'username="svc-user" password="s3cr3t-pw";')
+    assert options["sasl.jaas.config"] == jaas and options["security.protocol"] == "SASL_SSL"
     assert seen["validate"] is False and seen["trigger"] == "available-now"
     assert "s3cr3t-pw" not in capsys.readouterr().out + repr(seen["config"])
     assert dbutils.jobs.taskValues.values == {"run_id": "run-secret"}
@@ -146,50 +182,92 @@ def few_listing_tasks(spark: SparkSession) -> Iterator[None]:
 
 @dataclass(frozen=True)
 class Ingested:
-    """The ingest job run twice into one lake (so partitions hold several small files)."""
+    """Two bundle pipelines run by the notebooks into one lake (sharing the quality tables, as
+    in the bundle): ``orders_bronze`` ingested twice (so partitions hold several small files)
+    and validated, ``order_lines`` (its YAML schema, composite key) ingested and validated."""
 
+    root: Path
     lake: Path
     dbutils: DBUtils
     runs: tuple[RunResult, RunResult]
     sent: tuple[ProduceSummary, ProduceSummary]
     validation: ValidationReport
+    lines_run: RunResult
+    lines_validation: ValidationReport
+
+
+#: Order lines: 40 distinct (order_id, line_no), 8 redelivered, 1 poison (line_no "12").
+LINES = [order(f"o-{i // 4}", i % 4 + 1) for i in range(40)]
+LINE_COPIES = LINES[:8]
+LINE_POISON = order("o-x", line_no="12")
+
+
+def ingest_and_validate(spark: SparkSession, root: Path, pipeline: str,
+                        bootstrap: str) -> tuple[RunResult, DBUtils, ValidationReport]:
+    """The ingest job's two tasks: ingest, then validate the run id it published."""
+    dbutils = make_dbutils(ingest_params(root, bootstrap, pipeline))
+    run = run_notebook(NOTEBOOKS / "ingest.py", dbutils, spark)["result"]
+    params = task_params(root, pipeline, "ingest", "validate", bootstrap,
+                         run_id=dbutils.jobs.taskValues.values["run_id"])
+    report = run_notebook(NOTEBOOKS / "validate.py", make_dbutils(params), spark)["report"]
+    return run, dbutils, report
 
 
 @pytest.fixture(scope="module")
 def ingested(spark: SparkSession, broker: EmbeddedBroker,
              tmp_path_factory: pytest.TempPathFactory, few_listing_tasks: None) -> Ingested:
-    """Events (with duplicates and a poison pill) ingested by two runs of the ingest notebook,
-    then the second run validated by the validate notebook with the run id it published, as the
-    ingest job's two tasks do."""
-    lake = tmp_path_factory.mktemp("notebook-lake")
-    runs, sent = [], []
-    for seed, count in ((7, 200), (8, 100)):
-        sent.append(produce_events(broker.bootstrap_servers, "nb_orders", count,
-                                   duplicate_rate=0.1, poison_rate=0.005, seed=seed,
-                                   id_prefix="nb"))
-        dbutils = make_dbutils(ingest_params(lake, broker.bootstrap_servers, "nb_orders"))
-        runs.append(run_notebook(NOTEBOOKS / "ingest.py", dbutils, spark)["result"])
-    params = {**pipeline_params(lake, "unused:9092", "nb_orders"), "full": "false",
-              "run_id": dbutils.jobs.taskValues.values["run_id"]}
-    report = run_notebook(NOTEBOOKS / "validate.py", make_dbutils(params), spark)["report"]
-    return Ingested(lake, dbutils, (runs[0], runs[1]), (sent[0], sent[1]), report)
+    root = tmp_path_factory.mktemp("notebook-bundle")
+    lake = local_bundle(root, {"orders_bronze": "nb_orders", "order_lines": "nb_order_lines"})
+    bootstrap = broker.bootstrap_servers
+    sent = [produce_events(bootstrap, "nb_orders", 200, duplicate_rate=0.1, poison_rate=0.005,
+                           seed=7, id_prefix="nb")]
+    dbutils = make_dbutils(ingest_params(root, bootstrap))
+    first = run_notebook(NOTEBOOKS / "ingest.py", dbutils, spark)["result"]
+    sent.append(produce_events(bootstrap, "nb_orders", 100, duplicate_rate=0.1,
+                               poison_rate=0.005, seed=8, id_prefix="nb"))
+    second, dbutils, report = ingest_and_validate(spark, root, "orders_bronze", bootstrap)
+    produce_lines(bootstrap, "nb_order_lines", [*LINES, *LINE_COPIES, LINE_POISON])
+    lines_run, _, lines_report = ingest_and_validate(spark, root, "order_lines", bootstrap)
+    return Ingested(root, lake, dbutils, (first, second), (sent[0], sent[1]), report,
+                    lines_run, lines_report)
 
 
 def test_ingest_notebook_lands_every_event_once(spark: SparkSession, ingested: Ingested) -> None:
     lake, (first, second) = ingested.lake, ingested.runs
-    target = spark.read.format("delta").load(str(lake / "orders"))
+    target = spark.read.format("delta").load(str(lake / "orders_bronze"))
     ids = {i for summary in ingested.sent for i in summary.event_ids}
     assert target.count() == len(ids) == 300
     assert {r.event_id for r in target.select("event_id").collect()} == ids
-    quarantined = spark.read.format("delta").load(str(lake / "orders_quarantine")).count()
+    quarantine = spark.read.format("delta").load(str(lake / "orders_bronze_quarantine"))
     poison = sum(sum(s.poison.values()) for s in ingested.sent)
-    assert quarantined == poison == first.quarantined + second.quarantined > 0
+    assert quarantine.count() == poison == first.quarantined + second.quarantined > 0
     assert (first.inserted, second.inserted) == (200, 100)
     assert (first.records_in, second.records_in) == tuple(s.sent for s in ingested.sent)
     assert ingested.dbutils.jobs.taskValues.values["run_id"] == second.run_id
     metrics = spark.read.format("delta").load(str(lake / "_quality" / "run_metrics"))
     for run in (first, second):
         assert metrics.where(metrics.run_id == run.run_id).count() == len(run.batches) > 0
+
+
+def test_two_bundle_pipelines_each_land_their_own_table_exactly_once(
+        spark: SparkSession, ingested: Ingested) -> None:
+    lake, run = ingested.lake, ingested.lines_run
+    lines = spark.read.format("delta").load(str(lake / "order_lines"))
+    keys = {(r["order_id"], r["line_no"]) for r in LINES}
+    assert lines.count() == len(keys) == 40
+    assert {(r.order_id, r.line_no) for r in lines.select("order_id", "line_no").collect()} == keys
+    assert lines.where("trace_id IS NULL").count() == 0  # the schema's header column
+    assert (run.pipeline, run.records_in, run.inserted, run.quarantined) == (
+        "order_lines", len(LINES) + len(LINE_COPIES) + 1, 40, 1)
+    quarantine = spark.read.format("delta").load(str(lake / "order_lines_quarantine"))
+    assert [r.reason for r in quarantine.select("reason").collect()] == ["bad_type:line_no"]
+    # Neither pipeline saw the other's topic; both validated into the shared results table.
+    orders = spark.read.format("delta").load(str(lake / "orders_bronze"))
+    assert "order_id" not in orders.columns and "event_id" not in lines.columns
+    assert ingested.lines_validation.success
+    results = spark.read.format("delta").load(str(lake / "_quality" / "results"))
+    assert {r.pipeline for r in results.select("pipeline").distinct().collect()} == {
+        "orders_bronze", "order_lines"}
 
 
 def test_validate_notebook_passes_for_the_ingested_run(spark: SparkSession,
@@ -208,15 +286,16 @@ def test_maintenance_notebook_optimizes_vacuums_and_validates_the_whole_table(
     spark: SparkSession, ingested: Ingested
 ) -> None:
     lake = ingested.lake
-    orders = f"delta.`{lake / 'orders'}`"
+    orders = f"delta.`{lake / 'orders_bronze'}`"
     partitions = spark.sql(f"SELECT DISTINCT event_date FROM {orders}").count()
     assert spark.sql(f"DESCRIBE DETAIL {orders}").first().numFiles > partitions
-    params = {**pipeline_params(lake, "unused:9092", "nb_orders"),
-              "retain_hours": str(MIN_RETAIN_HOURS)}
+    params = task_params(ingested.root, "orders_bronze", "maintenance", "maintain",
+                         retain_hours=str(MIN_RETAIN_HOURS))
 
     report = run_notebook(NOTEBOOKS / "maintenance.py", make_dbutils(params), spark)["report"]
 
-    for table in ("orders", "orders_quarantine", "_quality/results", "_quality/run_metrics"):
+    for table in ("orders_bronze", "orders_bronze_quarantine", "_quality/results",
+                  "_quality/run_metrics"):
         described = f"delta.`{lake / table}`"
         assert f"OPTIMIZE {described}" in report.actions
         assert f"VACUUM {described} RETAIN {MIN_RETAIN_HOURS} HOURS" in report.actions
@@ -230,8 +309,8 @@ def test_maintenance_notebook_optimizes_vacuums_and_validates_the_whole_table(
 def test_maintenance_refuses_a_retention_below_the_replay_horizon(
     spark: SparkSession, ingested: Ingested
 ) -> None:
-    lake = ingested.lake
-    params = {**pipeline_params(lake, "unused:9092", "nb_orders"), "retain_hours": "24"}
+    params = task_params(ingested.root, "orders_bronze", "maintenance", "maintain",
+                         retain_hours="24")
     with pytest.raises(ConfigError, match="below the 168h minimum"):
         run_notebook(NOTEBOOKS / "maintenance.py", make_dbutils(params), spark)
 
@@ -239,7 +318,7 @@ def test_maintenance_refuses_a_retention_below_the_replay_horizon(
 def test_dashboard_queries_run_against_the_tables_the_notebooks_wrote(
     spark: SparkSession, ingested: Ingested
 ) -> None:
-    lake, runs = ingested.lake, ingested.runs
+    lake, runs = ingested.lake, (*ingested.runs, ingested.lines_run)
     spark.read.format("delta").load(str(lake / "_quality" / "run_metrics")) \
         .createOrReplaceTempView("deltasink_run_metrics")
     spark.read.format("delta").load(str(lake / "_quality" / "results")) \
@@ -247,12 +326,13 @@ def test_dashboard_queries_run_against_the_tables_the_notebooks_wrote(
     definition = json.loads(DASHBOARD.read_text(encoding="utf-8"))
     out = {d["name"]: spark.sql("".join(d["queryLines"])).collect()
            for d in definition["datasets"]}
-    assert sum(r.inserted for r in out["batches"]) == sum(run.inserted for run in runs) == 300
+    assert sum(r.inserted for r in out["batches"]) == sum(run.inserted for run in runs) == 340
     assert sum(r.quarantined for r in out["batches"]) == sum(run.quarantined for run in runs)
     assert sum(r.duplicates_dropped for r in out["batches"]) == sum(
         b.duplicates_in_batch + b.duplicates_by_merge for run in runs for b in run.batches)
+    assert {r.pipeline for r in out["batches"]} == {"orders_bronze", "order_lines"}
     verdict = {r.run_id: r.verdict for r in out["verdicts"]}
-    assert verdict[runs[1].run_id] == "PASSED"
+    assert verdict[runs[1].run_id] == verdict[runs[2].run_id] == "PASSED"
     assert out["failures"] == []
     for dataset in definition["datasets"]:
         columns = set(spark.sql("".join(dataset["queryLines"])).columns)
@@ -266,14 +346,16 @@ def test_dashboard_queries_run_against_the_tables_the_notebooks_wrote(
 
 
 def test_validate_notebook_fails_the_task_when_the_table_has_duplicates(
-    spark: SparkSession, broker: EmbeddedBroker, lake: Path
+    spark: SparkSession, broker: EmbeddedBroker, tmp_path: Path
 ) -> None:
+    lake = local_bundle(tmp_path, {"orders_bronze": "nb_dupes"})
     produce_events(broker.bootstrap_servers, "nb_dupes", 20, seed=3, id_prefix="dup")
-    dbutils = make_dbutils(ingest_params(lake, broker.bootstrap_servers, "nb_dupes"))
+    dbutils = make_dbutils(ingest_params(tmp_path, broker.bootstrap_servers))
     run_notebook(NOTEBOOKS / "ingest.py", dbutils, spark)
-    target = spark.read.format("delta").load(str(lake / "orders"))
-    target.limit(1).write.format("delta").mode("append").save(str(lake / "orders"))
-    params = {**pipeline_params(lake, "unused:9092", "nb_dupes"), "run_id": "", "full": "true"}
+    target = spark.read.format("delta").load(str(lake / "orders_bronze"))
+    target.limit(1).write.format("delta").mode("append").save(str(lake / "orders_bronze"))
+    params = task_params(tmp_path, "orders_bronze", "ingest", "validate", run_id="",
+                         full="true")
 
     with pytest.raises(QualityError, match="expect_column_values_to_be_unique"):
         run_notebook(NOTEBOOKS / "validate.py", make_dbutils(params), spark)

@@ -1,0 +1,70 @@
+"""The config's ``databricks:`` section: how the bundle deploys this pipeline's jobs.
+
+A local run ignores the section. The bundle (``pipelines/bundle.py``) reads it for the per-job
+settings, each falling back to the bundle variable of the same purpose when left out, and the
+notebooks read ``secrets`` to fetch the pipeline's secrets from a Databricks secret scope.
+
+``secrets`` maps a config override's environment-variable name (see
+:mod:`pipelines.config.env`) to the key holding its value in the scope, so a secret is named
+exactly as it is locally::
+
+    databricks:
+      secret_scope: kafka-prod
+      secrets:
+        DELTASINK_SOURCE__OPTIONS__SASL_JAAS_CONFIG: orders-jaas-config
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+from pipelines.config import env
+
+PauseStatus = Literal["PAUSED", "UNPAUSED"]
+#: A Quartz cron expression has 6 or 7 fields.
+_QUARTZ = re.compile(r"^\S+(\s+\S+){5,6}$")
+#: A secret scope's key: letters, digits, ``-``, ``_`` and ``.`` (Databricks' rule).
+_SECRET_KEY = re.compile(r"^[A-Za-z0-9_.-]{1,128}$")
+
+
+class DatabricksConfig(BaseModel):
+    """Per-pipeline job settings for the bundle; None: the bundle variable's value."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    ingest_cron: str | None = None
+    """Quartz cron of the available-now ingest job (UTC); default ``var.ingest_cron``."""
+    maintenance_cron: str | None = None
+    """Quartz cron of the maintenance job (UTC); default ``var.maintenance_cron``."""
+    schedule_pause_status: PauseStatus | None = None
+    """Of the two scheduled jobs; default ``var.schedule_pause_status``."""
+    continuous_pause_status: PauseStatus | None = None
+    """Of the continuous ingest job; default ``var.continuous_pause_status``."""
+    secret_scope: str | None = None
+    """The scope ``secrets`` are read from; default ``var.secret_scope``."""
+    secrets: Mapping[str, str] = Field(default_factory=dict)
+    """Config override variable (``DELTASINK_SOURCE__OPTIONS__SASL_JAAS_CONFIG``) -> the key
+    of its value in the secret scope."""
+
+    @field_validator("ingest_cron", "maintenance_cron")
+    @classmethod
+    def _quartz(cls, value: str | None) -> str | None:
+        if value is not None and not _QUARTZ.match(value.strip()):
+            raise ValueError("not a Quartz cron expression (6 or 7 fields, e.g. '0 0/15 * * * ?')")
+        return value
+
+    @field_validator("secrets")
+    @classmethod
+    def _override_names(cls, value: Mapping[str, str]) -> Mapping[str, str]:
+        for var, key in value.items():
+            if env.override_path(var) is None:
+                raise ValueError(f"'{var}' is not a config override name "
+                                 "(DELTASINK_<SECTION>__<KEY>[__<KEY>...])")
+            if not isinstance(key, str) or not _SECRET_KEY.match(key):
+                raise ValueError(f"secret key for {var} must be 1-128 letters, digits, '-', "
+                                 "'_' or '.'")
+        return value
