@@ -25,6 +25,7 @@ from pipelines.kafka.source import read_stream, starting_offsets
 from pipelines.lag import LagRecorder, harvester
 from pipelines.lease import Lease, single_writer
 from pipelines.resume import Resume, agree, recover
+from pipelines.sink.avro import writer_schemas
 from pipelines.sink.batch import BatchSink
 from pipelines.sink.metrics import BatchMetrics, RunResult
 from pipelines.sink.tables import ensure_sink_tables
@@ -65,6 +66,7 @@ def run_pipeline(spark: SparkSession, config: PipelineConfig, *, trigger: str = 
     run_id = uuid.uuid4().hex[:12]
     partitions = topics.wait_for_source(spark, config.source, config.source.broker_timeout)
     preflight.check_locations(spark, config)
+    writer_schemas(config)  # Avro: the registry answers, or the .avsc reads, before any table
     ensure_sink_tables(spark, config, schema)
     batches: list[BatchMetrics] = []
     recorder = None
