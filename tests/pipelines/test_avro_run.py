@@ -1,6 +1,7 @@
 """Acceptance: Avro in the Confluent wire format, produced with confluent-kafka's own
 AvroSerializer against a registry on localhost, with two schema versions, a corrupt record and an
-unknown schema id, lands exactly once; the bad records are quarantined with their reasons."""
+unknown schema id, lands exactly once; the bad records are quarantined with their reasons, and
+the unknown-id record lands by a redrive once its schema is registered."""
 
 from __future__ import annotations
 
@@ -16,13 +17,15 @@ from pyspark.sql import SparkSession
 from pipelines.config.loader import load_config
 from pipelines.kafka.broker import EmbeddedBroker
 from pipelines.kafka.topics import ensure_topic
+from pipelines.ops.redrive import redrive
 from pipelines.run import run_pipeline
 from tests.support.checker import check
-from tests.support.clicks import DECLARED, V1, V2, click
+from tests.support.clicks import DECLARED, V1, V2, click, wire
 from tests.support.configs import write_config
 from tests.support.registry import running_registry
 
 USER, PASSWORD = "deltasink", "registry-pw-7f3a"
+V3 = V1.replace('"name": "Click"', '"name": "Click", "doc": "v3"')  # V1's fields, a new id
 
 
 def test_two_schema_versions_land_once_and_bad_avro_is_quarantined_with_reasons(
@@ -41,7 +44,7 @@ def test_two_schema_versions_land_once_and_bad_avro_is_quarantined_with_reasons(
         assert values[0] is not None and values[-1] is not None
         copies = values[:10] + values[-10:]  # redelivered, in both versions
         corrupt = values[1][:8]  # a known schema id, truncated Avro binary
-        unknown = b"\x00\x00\x00\x10\x00" + values[2][5:]  # id 4096: never registered
+        unknown = wire(3, V1, click(999))  # id 3: not registered (yet)
         not_wire = b'{"event_id": "c-json"}'
         producer = Producer({"bootstrap.servers": broker.bootstrap_servers})
         for value in [*values, *copies, corrupt, unknown, not_wire]:
@@ -58,12 +61,20 @@ def test_two_schema_versions_land_once_and_bad_avro_is_quarantined_with_reasons(
         assert PASSWORD not in repr(config) and PASSWORD not in path.read_text()
         result = run_pipeline(spark, config, validate=False, progress=lambda _l: None)
 
-    assert (result.records_in, result.inserted, result.quarantined) == (323, 300, 3)
-    verdict = check(spark, config, [f"c-{i}" for i in range(300)], poison_count=3)
+        assert (result.records_in, result.inserted, result.quarantined) == (323, 300, 3)
+        verdict = check(spark, config, [f"c-{i}" for i in range(300)], poison_count=3)
+        assert verdict.clean, verdict
+        reasons = sorted(r["reason"] for r in config.target.quarantine_ref.read(spark).collect())
+        assert reasons == ["avro: not Confluent wire format", "avro: undecodable",
+                           "avro: unknown schema id 3"]
+
+        # Its writer schema is registered late (id 3): a redrive decodes and lands the record.
+        assert registry.register(f"{topic}-value", V3) == 3
+        redone = redrive(spark, config, reason="avro: unknown schema id 3", say=lambda _l: None)
+        assert redone is not None and (redone.inserted, redone.redriven) == (1, 1)
+
+    verdict = check(spark, config, [f"c-{i}" for i in [*range(300), 999]], poison_count=3)
     assert verdict.clean, verdict
-    reasons = sorted(r["reason"] for r in config.target.quarantine_ref.read(spark).collect())
-    assert reasons == ["avro: not Confluent wire format", "avro: undecodable",
-                       "avro: unknown schema id 4096"]
     target = config.target.ref.read(spark)
     assert target.where("coupon IS NOT NULL").count() == 75  # v2's odd ids
     assert target.where("event_id = 'c-0'").first()["user"] == "u-0"  # type: ignore[index]
