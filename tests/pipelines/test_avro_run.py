@@ -5,9 +5,11 @@ the unknown-id record lands by a redrive once its schema is registered."""
 
 from __future__ import annotations
 
+import os
 import uuid
 from pathlib import Path
 
+import pytest
 from confluent_kafka import Producer
 from confluent_kafka.schema_registry import SchemaRegistryClient
 from confluent_kafka.schema_registry.avro import AvroSerializer
@@ -19,6 +21,7 @@ from pipelines.kafka.broker import EmbeddedBroker
 from pipelines.kafka.topics import ensure_topic
 from pipelines.ops.redrive import redrive
 from pipelines.run import run_pipeline
+from tests.support import runner
 from tests.support.checker import check
 from tests.support.clicks import DECLARED, V1, V2, click, wire
 from tests.support.configs import write_config
@@ -78,3 +81,25 @@ def test_two_schema_versions_land_once_and_bad_avro_is_quarantined_with_reasons(
     target = config.target.ref.read(spark)
     assert target.where("coupon IS NOT NULL").count() == 75  # v2's odd ids
     assert target.where("event_id = 'c-0'").first()["user"] == "u-0"  # type: ignore[index]
+
+
+@pytest.mark.slow
+def test_a_wrong_registry_password_is_one_line_before_any_table_is_created(
+        broker: EmbeddedBroker, lake: Path) -> None:
+    topic = f"clicks-{uuid.uuid4().hex[:8]}"
+    ensure_topic(broker.bootstrap_servers, topic, partitions=1)
+    wrong = "not-the-registry-pw-91c2"
+    with running_registry(credentials=(USER, PASSWORD)) as registry:
+        registry.register(f"{topic}-value", V1)
+        path = write_config(lake, broker.bootstrap_servers, topic, schema=DECLARED, source={
+            "format": "avro", "avro": {"registry_url": registry.url, "registry_user": USER}})
+        env = {**os.environ, "DELTASINK_SOURCE__AVRO__REGISTRY_PASSWORD": wrong}
+        done = runner.deltasink("run", "--config", str(path), "--no-validate", env=env,
+                                timeout=600)
+    assert done.returncode == 1
+    lines = [ln for ln in done.stderr.splitlines() if ln.strip()]
+    assert len(lines) == 1, done.stderr[-2000:]
+    assert f"schema registry {registry.url}" in lines[0]
+    assert "HTTP 401, the registry refused the credentials" in lines[0]
+    assert wrong not in done.stdout + done.stderr
+    assert not (lake / "orders").exists() and not (lake / "orders_quarantine").exists()
