@@ -1,7 +1,8 @@
 """Acceptance: Avro in the Confluent wire format, produced with confluent-kafka's own
 AvroSerializer against a registry on localhost, with two schema versions, a corrupt record and an
 unknown schema id, lands exactly once; the bad records are quarantined with their reasons, and
-the unknown-id record lands by a redrive once its schema is registered."""
+the unknown-id record lands by a redrive once its schema is registered. A wrong registry password
+fails ``deltasink run`` in one line, before anything is created."""
 
 from __future__ import annotations
 
