@@ -125,14 +125,13 @@ def _error_body(exc: urllib.error.HTTPError) -> dict[str, Any]:
     return body if isinstance(body, dict) else {}
 
 
-_clients: dict[tuple[str, str | None], RegistryClient] = {}
+_clients: dict[tuple[str, tuple[str, str] | None], RegistryClient] = {}
 
 
 def client_for(url: str, credentials: tuple[str, str] | None,
                timeout: float = 30.0) -> RegistryClient:
-    """The process's client for a registry (one per URL and user, so its cache is shared)."""
-    key = (url, None if credentials is None else credentials[0])
-    if key not in _clients or _clients[key]._auth != RegistryClient(
-            url, credentials)._auth:
+    """The process's client for a registry and credentials: its cache lives as long as it."""
+    key = (url, credentials)
+    if key not in _clients:
         _clients[key] = RegistryClient(url, credentials, timeout)
     return _clients[key]
