@@ -66,6 +66,8 @@ def test_two_schema_versions_land_once_and_bad_avro_is_quarantined_with_reasons(
         result = run_pipeline(spark, config, validate=False, progress=lambda _l: None)
 
         assert (result.records_in, result.inserted, result.quarantined) == (323, 300, 3)
+        # Versions listed before the run and per batch; each version's schema fetched once.
+        assert registry.calls(f"GET /subjects/{topic}-value/versions/") == 2
         verdict = check(spark, config, [f"c-{i}" for i in range(300)], poison_count=3)
         assert verdict.clean, verdict
         reasons = sorted(r["reason"] for r in config.target.quarantine_ref.read(spark).collect())
