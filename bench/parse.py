@@ -1,8 +1,13 @@
-"""``python -m bench.parse``: records/s of the JVM parse, ``events_v1`` next to a YAML schema.
+"""``python -m bench.parse``: records/s of the JVM parse, ``events_v1`` next to a YAML schema,
+and the same records as JSON and as Avro.
 
 The YAML schema is ``schemas/examples/orders_v1.yml``: every field type (string, int, long,
 double, decimal, boolean, epoch-ms and ISO timestamps, date, array, struct, object), a composite
-key and a header column. Both cells parse the same number of records, all valid, from the same
+key and a header column. The ``clicks`` cells parse the same click records (5 fields, a
+timestamp) once as JSON and once as Avro in the Confluent wire format, half written with a
+version-1 writer schema and half with version 2 (one more optional field), decoded with
+``from_avro`` (:mod:`pipelines.sink.avro`). Every cell parses the same number of records, all
+valid, from the same
 kind of rows Spark's Kafka source gives (``key, value, topic, partition, offset, timestamp,
 timestampType, headers``), cached in memory first so only the parse is timed:
 ``classify`` → ``valid_events``, written to Spark's ``noop`` sink (every column computed). Each
@@ -23,7 +28,9 @@ from typing import Any
 
 from pyspark.sql import DataFrame, SparkSession
 
+from bench.avro_cells import CLICKS, clicks_value, writer_schemas
 from pipelines.kafka.produce import make_event
+from pipelines.sink.avro import WriterSchemas
 from pipelines.sink.parse import classify, valid_events
 from schemas import get_schema
 from schemas.base import EventSchema
@@ -47,25 +54,29 @@ def order_value(i: int, rng: random.Random) -> bytes:
     }).encode()
 
 
-def rows(spark: SparkSession, schema: EventSchema, count: int) -> DataFrame:
-    """``count`` cached Kafka-like rows of valid records for ``schema``."""
+def rows(spark: SparkSession, schema: EventSchema, count: int, avro: bool = False) -> DataFrame:
+    """``count`` cached Kafka-like rows of valid records for ``schema`` (Avro: wire format)."""
     rng = random.Random(1)
     start = datetime(2026, 3, 1, tzinfo=UTC)
     data: list[tuple[Any, ...]] = []
     for i in range(count):
         when = start + timedelta(seconds=i)
-        value = make_event(f"e-{i}", when, rng) if schema.name == "events_v1" \
-            else order_value(i, rng)
+        if schema.name == CLICKS.name:
+            value = clicks_value(i, when, avro)
+        else:
+            value = make_event(f"e-{i}", when, rng) if schema.name == "events_v1" \
+                else order_value(i, rng)
         data.append((None, value, "bench", i % 3, i, when, 0, [("trace-id", b"t-%d" % i)]))
     frame = spark.createDataFrame(data, _ROWS).cache()
     frame.count()
     return frame
 
 
-def parse_seconds(raw: DataFrame, schema: EventSchema) -> float:
+def parse_seconds(raw: DataFrame, schema: EventSchema,
+                  avro: WriterSchemas | None = None) -> float:
     """Wall seconds to parse every row of ``raw`` (all columns computed, nothing written)."""
     start = time.monotonic()
-    valid_events(classify(raw, schema, 1_048_576), schema).write.format("noop") \
+    valid_events(classify(raw, schema, 1_048_576, avro=avro), schema).write.format("noop") \
         .mode("overwrite").save()
     return time.monotonic() - start
 
@@ -81,12 +92,14 @@ def main(argv: list[str] | None = None) -> int:
 
     spark = get_spark("deltasink-bench-parse")
     cells = []
-    for schema in (get_schema("events_v1"), load_schema_file(EXAMPLE)):
-        raw = rows(spark, schema, args.records)
-        parse_seconds(raw, schema)  # warm-up: code generation, JIT
-        seconds = [parse_seconds(raw, schema) for _ in range(args.passes)]
+    for schema, avro in ((get_schema("events_v1"), None), (load_schema_file(EXAMPLE), None),
+                         (CLICKS, None), (CLICKS, writer_schemas())):
+        raw = rows(spark, schema, args.records, avro=avro is not None)
+        parse_seconds(raw, schema, avro)  # warm-up: code generation, JIT
+        seconds = [parse_seconds(raw, schema, avro) for _ in range(args.passes)]
         median = statistics.median(seconds)
-        cells.append({"schema": schema.name, "fields": len(schema.fields),
+        cells.append({"schema": schema.name, "format": "json" if avro is None else "avro",
+                      "fields": len(schema.fields),
                       "records": args.records, "passes_s": [round(s, 3) for s in seconds],
                       "median_s": round(median, 3),
                       "records_per_s": round(args.records / median)})
@@ -94,9 +107,10 @@ def main(argv: list[str] | None = None) -> int:
         print(json.dumps(cells[-1]), flush=True)
     args.out.mkdir(parents=True, exist_ok=True)
     (args.out / "parse.json").write_text(json.dumps(cells, indent=2) + "\n")
-    lines = ["| schema | top-level fields | records | median s | records/s | passes s |",
-             "|---|---|---|---|---|---|"]
-    lines += [f"| {c['schema']} | {c['fields']} | {c['records']} | {c['median_s']} | "
+    lines = ["| schema | format | top-level fields | records | median s | records/s | passes s |",
+             "|---|---|---|---|---|---|---|"]
+    lines += [f"| {c['schema']} | {c['format']} | {c['fields']} | {c['records']} | "
+              f"{c['median_s']} | "
               f"{c['records_per_s']} | {c['passes_s']} |" for c in cells]
     (args.out / "parse.md").write_text("\n".join(lines) + "\n")
     return 0

@@ -29,6 +29,8 @@ def _config(args: argparse.Namespace) -> PipelineConfig:
     config = load_config(args.config)
     # Secret values of the loaded config (Kafka options, Spark conf): masked in any error line.
     args.secrets = secret_values(config.source.kafka_options(), config.spark.spark_conf())
+    if config.source.avro is not None:  # and the schema registry's credentials
+        args.secrets |= config.source.avro.secrets()
     return config
 
 

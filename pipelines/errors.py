@@ -49,3 +49,7 @@ class CommitError(DeltasinkError):
 
 class QualityError(DeltasinkError):
     """A data-quality expectation failed."""
+
+
+class RegistryError(DeltasinkError):
+    """The schema registry could not be reached, refused the credentials, or answered an error."""

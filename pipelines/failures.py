@@ -3,8 +3,8 @@
 Errors deltasink raises on purpose (:mod:`pipelines.errors`) already read as one line. Anything
 else (Kafka, ``OSError``, Py4J, Spark, a bug) is described here in one line that names what
 failed; ``--debug`` prints the traceback before it. Every secret the process knows of is masked
-in both: the loaded config's Kafka options and Spark conf, the secret environment overrides, and
-the credentials inside a JAAS config.
+in both: the loaded config's Kafka options, Spark conf and schema-registry credentials, the
+secret environment overrides, and the credentials inside a JAAS config.
 """
 
 from __future__ import annotations
@@ -44,6 +44,7 @@ def redact(text: str, known: Iterable[str] = (),
         environ: the environment whose secret overrides are masked (default: this process's).
     """
     from pipelines.config import env
+    from pipelines.config.avro import SECRET_KEYS as AVRO_SECRET_KEYS
     from pipelines.kafka.topics import JAAS_CREDENTIAL
 
     environ = os.environ if environ is None else environ
@@ -53,6 +54,8 @@ def redact(text: str, known: Iterable[str] = (),
         public = path[:2] == ["source", "options"] and key in PUBLIC_OPTIONS
         if path[:2] in (["source", "options"], ["spark", "conf"]) and not public:
             secrets.add(environ[var])
+        if path[:2] == ["source", "avro"] and path[2:] and path[2] in AVRO_SECRET_KEYS:
+            secrets.add(environ[var])  # the schema registry's credentials
     for value in list(secrets):
         secrets.update(secret for _, secret in JAAS_CREDENTIAL.findall(value))
     for value in sorted((v for v in secrets if len(v) >= 4), key=len, reverse=True):

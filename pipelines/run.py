@@ -27,6 +27,7 @@ from pipelines.lag import LagRecorder, harvester
 from pipelines.lease import Lease, single_writer
 from pipelines.resume import Resume, agree, recover
 from pipelines.runtime.phases import Phases
+from pipelines.sink.avro import writer_schemas
 from pipelines.sink.batch import BatchSink
 from pipelines.sink.metrics import BatchMetrics, RunResult
 from pipelines.sink.tables import ensure_sink_tables
@@ -73,6 +74,7 @@ def run_pipeline(spark: SparkSession, config: PipelineConfig, *, trigger: str = 
     partitions = source.partitions
     with clock.phase("preflight"):
         preflight.check_locations(spark, config)
+        writer_schemas(config)  # Avro: the registry answers, or the .avsc reads, before any table
     with clock.phase("tables"):
         ensure_sink_tables(spark, config, schema)
     batches: list[BatchMetrics] = []

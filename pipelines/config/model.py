@@ -15,6 +15,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, SecretStr, field_validator, model_validator
 
+from pipelines.config.avro import AvroConfig
 from pipelines.config.cadence import Cadence, default_cadence
 from pipelines.config.databricks import DatabricksConfig
 from pipelines.config.schema import key_from_schema
@@ -49,6 +50,9 @@ class SourceConfig(BaseModel):
     max_record_bytes: int = Field(1_048_576, gt=0)
     broker_timeout: float = 120.0
     options: Mapping[str, SecretStr] = Field(default_factory=dict)
+    format: Literal["json", "avro"] = "json"
+    avro: AvroConfig | None = None
+    """``format: avro``: where writer schemas come from (pipelines/config/avro.py)."""
 
     _seconds = field_validator("broker_timeout", mode="before")(parse_duration)
 
@@ -56,6 +60,9 @@ class SourceConfig(BaseModel):
     def _one_subscription(self) -> SourceConfig:
         if bool(self.topics) == bool(self.topic_pattern):
             raise ValueError("set exactly one of source.topics or source.topic_pattern")
+        if (self.format == "avro") != (self.avro is not None):
+            raise ValueError("source.format: avro needs a source.avro section (registry_url or "
+                             "schema_file), and source.avro needs format: avro")
         return self
 
     def kafka_options(self) -> dict[str, str]:

@@ -23,6 +23,7 @@ PATH_KEYS: tuple[tuple[str, str], ...] = (
     ("quality", "results_path"),
     ("quality", "metrics_path"),
     ("", "checkpoint"),
+    ("source.avro", "schema_file"),
 )
 #: Path keys with a default, and the key that replaces the path when set (a catalog table).
 #: (``target.quarantine_path``'s default is derived from the target, see ``quarantine_ref``.)
@@ -50,18 +51,22 @@ def resolve_relative_paths(raw: dict[str, Any], base: Path) -> dict[str, Any]:
         A copy of ``raw`` with defaults filled in and relative paths made absolute.
     """
     out = {k: (dict(v) if isinstance(v, dict) else v) for k, v in raw.items()}
+    if isinstance(out.get("source"), dict) and isinstance(out["source"].get("avro"), dict):
+        out["source"]["avro"] = dict(out["source"]["avro"])  # not the caller's mapping
     for section, key, alternative in PATH_DEFAULTS:
         holder = out.setdefault(section, {})
         if isinstance(holder, dict) and key not in holder and not (
                 alternative and holder.get(alternative)):
             holder[key] = _SECTIONS[section].model_fields[key].default
     for section, key in PATH_KEYS:
-        holder = out if not section else out.get(section)
-        if not isinstance(holder, dict):
+        where: Any = out
+        for part in section.split(".") if section else ():
+            where = where.get(part) if isinstance(where, dict) else None
+        if not isinstance(where, dict):
             continue
-        value = holder.get(key)
+        value = where.get(key)
         if isinstance(value, str) and value and ":" not in value and not value.startswith("/"):
-            holder[key] = str((base / value).resolve())
+            where[key] = str((base / value).resolve())
     schema = out.get("schema")
     if isinstance(schema, str) and is_schema_file(schema) and not schema.startswith("/"):
         out["schema"] = str((base / schema).resolve())

@@ -5,7 +5,8 @@
 3. run, crash on purpose right after a Delta commit, and run again: the lag drains to zero;
 4. replay the producer (every event again, plus new ones) and run once more;
 5. fix the schema (``events_v2`` reads the legacy format) and redrive the quarantine;
-6. show that the table holds every event exactly once and quarantine holds the bad records.
+6. show that the table holds every event exactly once and quarantine holds the bad records;
+7. an Avro topic next to the JSON one (:mod:`pipelines.ops.demo_avro`).
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ import yaml
 from pipelines.config.loader import load_config
 from pipelines.config.model import PipelineConfig
 from pipelines.kafka.broker import EmbeddedBroker, port_open
+from pipelines.ops.demo_avro import run_avro_step
 
 COUNT, DUPLICATES, POISON, LEGACY = 50_000, 0.10, 0.01, 0.01
 
@@ -109,7 +111,10 @@ def run_demo(folder: Path = Path("lake/demo"), port: int = 9092) -> int:
         _banner("6. what landed")
         _cli("status", "-c", str(config_path))
         _cli("report", "-c", str(config_path))
-        return summarize(config)
+        code = summarize(config)
+        _banner("7. an Avro topic next to the JSON one: Confluent wire format, from_avro, an "
+                ".avsc writer schema; truncated records and JSON values are quarantined")
+        return max(code, run_avro_step(folder.resolve(), broker.bootstrap_servers, _cli))
     finally:
         broker.stop()
 

@@ -22,6 +22,7 @@ from pipelines.config.model import PipelineConfig
 from pipelines.errors import ConfigError
 from pipelines.lease import single_writer
 from pipelines.ops.redrive_commit import RedriveResult, commit_redrive
+from pipelines.sink.avro import writer_schemas
 from pipelines.sink.batch import QUARANTINE_KEY
 from pipelines.sink.dedup import dedup_on_key
 from pipelines.sink.materialize import materialize, release
@@ -164,7 +165,8 @@ def plan_redrive(spark: SparkSession, config: PipelineConfig, schema: EventSchem
     if "redriven_at" in rows.columns:  # a table from before redrive (dry run): none redriven
         rows = rows.where(F.col("redriven_at").isNull())
     classified = materialize(classify(as_kafka_rows(rows), schema,
-                                      config.source.max_record_bytes, keep=(OLD_REASON,)))
+                                      config.source.max_record_bytes, keep=(OLD_REASON,),
+                                      avro=writer_schemas(config)))
     outcomes = {(str(r[OLD_REASON]), r["_reason"]): int(r["n"]) for r in classified
                 .groupBy(OLD_REASON, "_reason").agg(F.count(F.lit(1)).alias("n")).collect()}
     deduped = materialize(dedup_on_key(valid_events(classified, schema),

@@ -23,6 +23,10 @@ from pipelines.errors import EnvironmentSetupError
 KAFKA_CONNECTOR = "org.apache.spark:spark-sql-kafka-0-10_2.13:4.0.1"
 TOKEN_PROVIDER = "org.apache.spark:spark-token-provider-kafka-0-10_2.13:4.0.0"
 DELTA = "io.delta:delta-spark_2.13:4.0.0"
+#: Spark's Avro functions (``from_avro``), for ``source.format: avro``.
+AVRO = "org.apache.spark:spark-avro_2.13:4.0.1"
+#: The packages Spark resolves with Ivy (``spark.jars.packages``), Delta's added by delta-spark.
+SPARK_PACKAGES = (KAFKA_CONNECTOR, AVRO)
 KAFKA_BROKER = "org.apache.kafka:kafka_2.13:4.1.0"
 _BROKER_EXTRAS = (
     "org.slf4j:slf4j-api:2.0.16",
@@ -135,13 +139,14 @@ def broker_classpath() -> list[Path]:
 
 
 def spark_classpath() -> list[Path]:
-    """The Spark-side jars (Delta, the Kafka connector and their dependencies) in ~/.m2."""
+    """The Spark-side jars (Delta, Kafka connector, spark-avro, their dependencies) in ~/.m2."""
     cached = cache_dir() / "spark-packages" / "classpath.txt"
     if cached.exists():
         jars = [Path(p) for p in cached.read_text().strip().split(os.pathsep) if p]
-        if jars and all(j.exists() for j in jars):
+        wanted = {Coordinate.parse(c).jar_in(m2_repository()) for c in SPARK_PACKAGES}
+        if jars and all(j.exists() for j in jars) and wanted <= set(jars):
             return jars
-    return _resolve("spark-packages", [DELTA, KAFKA_CONNECTOR, TOKEN_PROVIDER],
+    return _resolve("spark-packages", [DELTA, *SPARK_PACKAGES, TOKEN_PROVIDER],
                     exclude=TOKEN_PROVIDER)
 
 
@@ -149,7 +154,7 @@ def spark_artifacts_cached() -> bool:
     """Whether the Spark-side jars are already in ~/.m2 (so Ivy needs no network)."""
     m2 = m2_repository()
     return all(Coordinate.parse(c).jar_in(m2).exists()
-               for c in (KAFKA_CONNECTOR, TOKEN_PROVIDER, DELTA))
+               for c in (*SPARK_PACKAGES, TOKEN_PROVIDER, DELTA))
 
 
 def fetch() -> list[str]:

@@ -1,4 +1,4 @@
-"""The SparkSession: Delta and the Kafka connector, tuned for a small local machine.
+"""The SparkSession: Delta, the Kafka connector and spark-avro, tuned for a small local machine.
 
 On Databricks the runtime already has Delta and Kafka; :func:`get_spark` then returns the
 cluster's session untouched.
@@ -128,7 +128,7 @@ def get_spark(
     for key, value in {**LOCAL_CONF, **jvm.spark_conf(), **_executor_conf(master),
                        **(conf or {})}.items():
         builder = builder.config(key, value)
-    builder = configure_spark_with_delta_pip(builder, extra_packages=[jvm.KAFKA_CONNECTOR])
+    builder = configure_spark_with_delta_pip(builder, extra_packages=list(jvm.SPARK_PACKAGES))
     with _jvm_output_to(jvm_log_path()):
         spark = builder.getOrCreate()
     spark.sparkContext.setLogLevel(env.setting(env.SPARK_LOG_LEVEL) or "ERROR")

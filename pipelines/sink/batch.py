@@ -23,6 +23,7 @@ from pipelines.config.model import DATE_COLUMN, PipelineConfig
 from pipelines.errors import CheckpointError
 from pipelines.reconcile import check_not_restored, prove_replay
 from pipelines.sink import freshness
+from pipelines.sink.avro import writer_schemas
 from pipelines.sink.commit import (
     app_id_for,
     commit_metadata,
@@ -105,7 +106,8 @@ class BatchSink:
             raise CheckpointError(f"checkpoint {self.config.checkpoint} has no planned offsets "
                                   f"for batch {batch_id}; it changed under the running query")
         classified = materialize(
-            classify(batch, self.schema, self.config.source.max_record_bytes))
+            classify(batch, self.schema, self.config.source.max_record_bytes,
+                     avro=writer_schemas(self.config)))
         deduped: DataFrame | None = None
         try:
             per_partition = classified.groupBy("kafka_topic", "kafka_partition").agg(

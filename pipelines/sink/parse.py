@@ -4,7 +4,8 @@
 :func:`valid_events` and :func:`quarantine_rows` split the result. Checks, first failure wins:
 
 ``tombstone`` (null value) · ``oversized`` (value over ``max_record_bytes``) · ``invalid_utf8`` ·
-``invalid_json`` · ``not_an_object`` · then, per schema field: ``missing:<f>`` (absent or null),
+``invalid_json`` · ``not_an_object`` (for Avro, instead of these three: the ``avro: ...`` reasons
+of :mod:`pipelines.sink.avro`) · then, per schema field: ``missing:<f>`` (absent or null),
 ``bad_type:<f>``, ``out_of_range:<f>``, ``empty:<f>``, ``too_long:<f>``, ``not_allowed:<f>``,
 ``bad_timestamp:<f>`` (unparseable, no zone, or a UTC year outside 1000..9999), ``bad_date:<f>``,
 ``bad_item:<f>`` (see :mod:`pipelines.sink.fields`) · ``missing:kafka.key`` (a schema keyed on
@@ -16,10 +17,13 @@ from __future__ import annotations
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
+from pipelines.sink import avro as avro_values
 from pipelines.sink import fields
+from pipelines.sink.avro import WriterSchemas
 from schemas.base import KAFKA_KEY, KAFKA_KEY_COLUMN, KAFKA_TIMESTAMP, EventSchema, FieldSpec
 
 _V = "_variant"
+_AVRO = "_avro_json"
 QUARANTINE_COLUMNS = ("kafka_topic", "kafka_partition", "kafka_offset", "kafka_timestamp",
                       "kafka_key", "raw_value", "reason", "pipeline", "batch_id", "quarantined_at",
                       "record_hash", "redriven_at", "redriven_version")
@@ -49,7 +53,7 @@ def _header(raw: DataFrame, name: str) -> Column:
 
 
 def classify(raw: DataFrame, schema: EventSchema, max_record_bytes: int,
-             keep: tuple[str, ...] = ()) -> DataFrame:
+             keep: tuple[str, ...] = (), avro: WriterSchemas | None = None) -> DataFrame:
     """Parse Kafka rows against ``schema`` and give each one a reason to quarantine, or null.
 
     Args:
@@ -57,6 +61,8 @@ def classify(raw: DataFrame, schema: EventSchema, max_record_bytes: int,
         schema: the event schema.
         max_record_bytes: values longer than this are quarantined as ``oversized``.
         keep: more columns of ``raw`` to pass through unchanged (a redrive keeps the old reason).
+        avro: ``source.format: avro``: the writer schemas; values are decoded from the Confluent
+            wire format (:mod:`pipelines.sink.avro`) instead of parsed as JSON.
 
     Returns:
         ``raw``'s Kafka columns renamed ``kafka_*``, ``raw_value``, one column per schema field,
@@ -64,21 +70,29 @@ def classify(raw: DataFrame, schema: EventSchema, max_record_bytes: int,
     """
     value = F.col("value")
     size_ok = F.length(value) <= F.lit(max_record_bytes)
-    utf8 = F.is_valid_utf8(value)
-    parsed = raw.withColumn(_V, _once_per_row(F.when(
-        value.isNotNull() & size_ok & utf8, F.try_parse_json(value.cast("string")))))
-    envelope: list[tuple[Column, str]] = [
-        (value.isNull(), "tombstone"),
-        (~size_ok, "oversized"),
-        (~utf8, "invalid_utf8"),
-        (F.col(_V).isNull(), "invalid_json"),
-        (~F.startswith(F.ltrim(value.cast("string")), F.lit("{")), "not_an_object"),
-    ]
+    envelope: list[tuple[Column, Column | str]] = [
+        (value.isNull(), "tombstone"), (~size_ok, "oversized")]
+    if avro is None:
+        utf8 = F.is_valid_utf8(value)
+        parsed = raw.withColumn(_V, _once_per_row(F.when(
+            value.isNotNull() & size_ok & utf8, F.try_parse_json(value.cast("string")))))
+        envelope += [
+            (~utf8, "invalid_utf8"),
+            (F.col(_V).isNull(), "invalid_json"),
+            (~F.startswith(F.ltrim(value.cast("string")), F.lit("{")), "not_an_object"),
+        ]
+    else:  # decoded once per row to JSON text, then read like a JSON value
+        parsed = raw.withColumn(_AVRO, _once_per_row(F.when(
+            value.isNotNull() & size_ok, avro_values.decoded_json(value, avro))))
+        parsed = parsed.withColumn(_V, _once_per_row(F.when(
+            avro_values.decoded(F.col(_AVRO)), F.try_parse_json(F.col(_AVRO)))))
+        envelope += avro_values.checks(value, F.col(_AVRO), avro)
     checks = envelope + [c for spec in schema.fields
                          for c in fields.checks(spec, _field_variant(spec), spec.name)]
     if KAFKA_KEY in schema.keys:
         checks.append((F.col("key").isNull(), f"missing:{KAFKA_KEY}"))
-    reason = F.coalesce(*[F.when(cond, F.lit(text)) for cond, text in checks])
+    reason = F.coalesce(*[F.when(cond, F.lit(text) if isinstance(text, str) else text)
+                          for cond, text in checks])
     event_time = F.col("timestamp") if schema.time_field == KAFKA_TIMESTAMP else \
         fields.value_of(schema.field(schema.time_field), _field_variant(schema.field(
             schema.time_field)))
