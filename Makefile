@@ -38,6 +38,7 @@ bench: install
 	$(PY) -m bench.run
 	$(PY) -m bench.startup
 	$(PY) -m bench.scheduled
+	$(PY) -m bench.parse
 
 # A 5M-record backlog through deltasink in 500k batches; checks the driver's peak RSS < 3 GiB.
 bench-memory: install
