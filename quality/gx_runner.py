@@ -1,8 +1,21 @@
-"""Run a suite against a Spark DataFrame in an ephemeral GX context, and build Data Docs.
+"""Run a suite against a Spark DataFrame in a GX context, and keep Data Docs up to date.
 
-Nothing is kept between calls: each validation builds its own in-memory context, whose only
-durable output is the Data Docs site written into a filesystem folder. The history of verdicts
-lives in the quality-results Delta table, not here.
+One in-memory GX context is created per process and per Data Docs folder, then reused by every
+validation (creating it takes about a second of Python). Its only durable output is the Data
+Docs site in a filesystem folder; the history of verdicts lives in the quality-results Delta
+table, not here, and the context's in-memory results are dropped before each validation.
+
+A validation is evaluated in two steps, so a pass costs as few Spark jobs as GX allows:
+
+1. the **verdict**: the whole suite with ``BASIC`` results and no sample values
+   (``partial_unexpected_count: 0``), so GX computes each expectation's unexpected count and
+   the row count and nothing else (fetching zero sample rows runs no Spark job);
+2. only if an expectation failed, the **detail**: the whole suite again with ``SUMMARY``
+   results (unexpected values and the dedup keys of unexpected rows), as before this change.
+
+Both steps judge the same DataFrame (one Delta version), which GX caches once per step. The
+verdict of step 2 is the one reported, so a failure is reported exactly as it always was.
+Data Docs are redrawn only when what they show changes (``quality/docs.py``).
 """
 
 from __future__ import annotations
@@ -13,7 +26,6 @@ from pathlib import Path
 from typing import Any
 
 import great_expectations as gx
-from great_expectations.checkpoint.actions import UpdateDataDocsAction
 from great_expectations.data_context.types.base import (
     DataContextConfig,
     InMemoryStoreBackendDefaults,
@@ -21,6 +33,7 @@ from great_expectations.data_context.types.base import (
 )
 from pyspark.sql import DataFrame
 
+from quality.docs import needs_rebuild, remember
 from quality.model import ExpectationOutcome
 
 #: The name of the Data Docs site in the GX context.
@@ -29,7 +42,13 @@ SITE_NAME = "deltasink"
 MAX_SAMPLE_KEYS = 20
 
 
-def _context(docs_dir: Path) -> Any:
+#: Step 1: each expectation's unexpected count and the row count, no sample values.
+VERDICT_FORMAT: dict[str, Any] = {"result_format": "BASIC", "partial_unexpected_count": 0}
+
+_contexts: dict[Path, tuple[Any, Any]] = {}  # docs folder -> (context, batch definition)
+
+
+def _new_context(docs_dir: Path) -> Any:
     """An in-memory GX context whose only Data Docs site is the folder ``docs_dir``."""
     site = {
         "class_name": "SiteBuilder",
@@ -45,6 +64,25 @@ def _context(docs_dir: Path) -> Any:
         progress_bars=ProgressBarsConfig(globally=False),
     )
     return gx.get_context(mode="ephemeral", project_config=project)
+
+
+def _context(docs_dir: Path) -> tuple[Any, Any]:
+    """The process's GX context for ``docs_dir`` and its whole-DataFrame batch definition.
+
+    Only the last folder's context is kept: ``gx.get_context`` makes the context it creates the
+    process's current one, which the checkpoint's stores are looked up in.
+    """
+    key = docs_dir.resolve()
+    if key not in _contexts:
+        _contexts.clear()
+        context = _new_context(docs_dir)
+        asset = context.data_sources.add_spark("target").add_dataframe_asset("rows")
+        _contexts[key] = (context, asset.add_batch_definition_whole_dataframe("snapshot"))
+    context, batch_definition = _contexts[key]
+    store = context.validation_results_store  # the index lists only this validation, as before
+    for old in store.list_keys():
+        store.remove_key(old)
+    return context, batch_definition
 
 
 def _keys(result: Mapping[str, Any], key: str, column: str | None) -> list[str]:
@@ -85,6 +123,18 @@ def _outcome(res: Any, key: str) -> ExpectationOutcome:
     )
 
 
+def _check(context: Any, batch_definition: Any, suite: gx.ExpectationSuite, df: DataFrame,
+           result_format: dict[str, Any], run_id: Any) -> tuple[list[Any], Any]:
+    """Run ``suite`` on ``df``: the GX expectation results and the validation result's id."""
+    validation = context.validation_definitions.add_or_update(
+        gx.ValidationDefinition(name=suite.name, data=batch_definition, suite=suite))
+    checkpoint = context.checkpoints.add_or_update(gx.Checkpoint(
+        name=suite.name, validation_definitions=[validation], result_format=result_format))
+    result = checkpoint.run(batch_parameters={"dataframe": df}, run_id=run_id)
+    (identifier, validation_result), = result.run_results.items()
+    return list(validation_result.results), identifier
+
+
 def run_suite(
     df: DataFrame | None,
     suite: gx.ExpectationSuite,
@@ -94,7 +144,9 @@ def run_suite(
     run_name: str,
     run_time: datetime,
 ) -> tuple[list[ExpectationOutcome], str | None]:
-    """Validate ``df`` against ``suite`` and (re)build the Data Docs site in ``docs_dir``.
+    """Validate ``df`` against ``suite``, and redraw the Data Docs site in ``docs_dir`` if needed.
+
+    A pass runs the verdict step only; a failure adds the detail step (module docstring).
 
     Args:
         df: the rows to validate; ``None`` validates nothing and only documents the suite.
@@ -109,29 +161,26 @@ def run_suite(
         index page (``None`` if GX built no site).
     """
     docs_dir.mkdir(parents=True, exist_ok=True)
-    context = _context(docs_dir)
-    suite = context.suites.add(suite)
+    context, batch_definition = _context(docs_dir)
+    suite = context.suites.add_or_update(suite)
     outcomes: list[ExpectationOutcome] = []
     if df is not None:
-        asset = context.data_sources.add_spark("target").add_dataframe_asset("rows")
-        batch_definition = asset.add_batch_definition_whole_dataframe("snapshot")
-        validation = context.validation_definitions.add(
-            gx.ValidationDefinition(name=suite.name, data=batch_definition, suite=suite))
-        checkpoint = context.checkpoints.add(gx.Checkpoint(
-            name=suite.name,
-            validation_definitions=[validation],
-            actions=[UpdateDataDocsAction(name="data_docs", site_names=[SITE_NAME])],
-            result_format={"result_format": "SUMMARY", "unexpected_index_column_names": [key],
-                           "partial_unexpected_count": MAX_SAMPLE_KEYS},
-        ))
+        run_id = gx.RunIdentifier(run_name=run_name, run_time=run_time)
         try:
-            result = checkpoint.run(batch_parameters={"dataframe": df},
-                                    run_id=gx.RunIdentifier(run_name=run_name, run_time=run_time))
+            results, shown = _check(context, batch_definition, suite, df, VERDICT_FORMAT, run_id)
+            if not all(r.success for r in results):
+                context.validation_results_store.remove_key(shown)  # drawn: the detail only
+                results, shown = _check(context, batch_definition, suite, df, {
+                    "result_format": "SUMMARY", "unexpected_index_column_names": [key],
+                    "partial_unexpected_count": MAX_SAMPLE_KEYS}, run_id)
         finally:
             df.unpersist()
-        for validation_result in result.run_results.values():
-            outcomes.extend(_outcome(r, key) for r in validation_result.results)
-    else:
+        outcomes = [_outcome(r, key) for r in results]
+        success = all(o.success for o in outcomes)
+        if needs_rebuild(docs_dir, suite.name, success):
+            context.build_data_docs(site_names=[SITE_NAME], resource_identifiers=[shown])
+            remember(docs_dir, suite.name, success)
+    elif not (docs_dir / "index.html").is_file():
         context.build_data_docs(site_names=[SITE_NAME])
     urls = context.get_docs_sites_urls(site_name=SITE_NAME)
     url = urls[0].get("site_url") if urls else None
