@@ -1,0 +1,60 @@
+"""Count the Spark jobs a micro-batch runs: job ids are global and increasing in a session."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from pyspark.sql import DataFrame, SparkSession
+
+from pipelines import checkpoint
+from pipelines.config.model import PipelineConfig
+from pipelines.kafka.source import read_stream
+from pipelines.sink.batch import BatchSink
+from pipelines.sink.metrics import BatchMetrics
+from pipelines.sink.tables import ensure_sink_tables
+
+_GROUP = "deltasink-job-probe"
+
+
+def last_job_id(spark: SparkSession) -> int:
+    """Run a one-task probe job and return its id (two probes bracket the jobs in between)."""
+    sc = spark.sparkContext
+    sc.setJobGroup(_GROUP, "job-id probe")
+    try:
+        sc.parallelize([1], 1).count()
+        return max(sc.statusTracker().getJobIdsForGroup(_GROUP))
+    finally:  # leave no group or description on the thread's later jobs
+        sc.setLocalProperty("spark.jobGroup.id", None)  # type: ignore[arg-type]
+        sc.setLocalProperty("spark.job.description", None)  # type: ignore[arg-type]
+
+
+@dataclass
+class CountedBatches:
+    """Each batch's metrics and the number of Spark jobs its ``foreachBatch`` call ran."""
+
+    metrics: list[BatchMetrics] = field(default_factory=list)
+    jobs: list[int] = field(default_factory=list)
+
+
+def run_counting_jobs(spark: SparkSession, config: PipelineConfig) -> CountedBatches:
+    """Stream the config's topic through a :class:`BatchSink` (available-now) and count each
+    batch's Spark jobs, as ``pipelines.run`` would run it (a streaming batch's own session)."""
+    schema = config.event_schema()
+    ensure_sink_tables(spark, config, schema)
+    seen = CountedBatches()
+    sink = BatchSink(config, schema, "run-jobs",
+                     lambda s: checkpoint.query_id(s, config.checkpoint),
+                     lambda s, b: checkpoint.planned_offsets(s, config.checkpoint, b),
+                     on_batch=seen.metrics.append)
+
+    def counted(batch: DataFrame, batch_id: int, body: Callable[[DataFrame, int], None] = sink
+                ) -> None:
+        before = last_job_id(spark)
+        body(batch, batch_id)
+        seen.jobs.append(last_job_id(spark) - before - 1)
+
+    query = (read_stream(spark, config, "earliest").writeStream.foreachBatch(counted)
+             .option("checkpointLocation", config.checkpoint).trigger(availableNow=True).start())
+    query.awaitTermination()
+    return seen
