@@ -106,5 +106,6 @@ def last_job_id(spark: SparkSession) -> int:
     try:
         sc.parallelize([1], 1).count()
         return max(sc.statusTracker().getJobIdsForGroup("bench-probe"))
-    finally:
+    finally:  # setJobGroup also set the description: it would name every later job "probe"
         sc.setLocalProperty("spark.jobGroup.id", None)  # type: ignore[arg-type]
+        sc.setLocalProperty("spark.job.description", None)  # type: ignore[arg-type]

@@ -23,7 +23,6 @@ from pipelines.config.model import DATE_COLUMN, PipelineConfig
 from pipelines.errors import CheckpointError
 from pipelines.reconcile import check_not_restored, prove_replay
 from pipelines.sink import freshness
-from pipelines.sink.avro import writer_schemas
 from pipelines.sink.commit import (
     app_id_for,
     commit_metadata,
@@ -32,20 +31,20 @@ from pipelines.sink.commit import (
     txn,
     with_conflict_retry,
 )
-from pipelines.sink.dedup import dedup_on_key
-from pipelines.sink.materialize import materialize, release
+from pipelines.sink.materialize import release
 from pipelines.sink.merge import (
     MergeOutcome,
     count_other_date_copies,
     insert_only_merge,
+    merge_settings,
     null_safe_or_legacy,
     range_filter,
 )
 from pipelines.sink.metrics import BatchMetrics, commit_counts
-from pipelines.sink.parse import classify, quarantine_rows, valid_events
+from pipelines.sink.parse import quarantine_rows
+from pipelines.sink.prepare import Prepared, prepare
 from pipelines.sink.retry import run_batch_with_retry
-from pipelines.sink.target_merge import merge_into_target, partition_values, read_values
-from pipelines.sink.upsert import latest_versions, observe_deletes, upsert_counts
+from pipelines.sink.target_merge import merge_into_target, read_values
 from schemas.base import EventSchema
 
 #: The Kafka coordinates in the quarantine key. Offsets restart at 0 when a topic is recreated (or
@@ -105,44 +104,30 @@ class BatchSink:
         if planned is None:
             raise CheckpointError(f"checkpoint {self.config.checkpoint} has no planned offsets "
                                   f"for batch {batch_id}; it changed under the running query")
-        classified = materialize(
-            classify(batch, self.schema, self.config.source.max_record_bytes,
-                     avro=writer_schemas(self.config)))
-        deduped: DataFrame | None = None
+        prepared: Prepared | None = None
         try:
-            per_partition = classified.groupBy("kafka_topic", "kafka_partition").agg(
-                F.count(F.lit(1)).alias("n"), F.min("kafka_offset").alias("lo"),
-                F.max("kafka_offset").alias("hi"),
-                F.count("_reason").alias("bad")).collect()
+            prepared = prepare(batch, self.schema, self.config)  # the one job before the MERGEs
+            records_in, quarantined = prepared.records_in, prepared.quarantined
+            unique, values = prepared.unique, prepared.values
             stages["read_parse"] = time.monotonic() - start
-            records_in = sum(int(r["n"]) for r in per_partition)
             faults.maybe_pause(batch_id)
-            quarantined = sum(int(r["bad"]) for r in per_partition)
 
             mark = time.monotonic()
-            if quarantined:
-                lo = min(int(r["lo"]) for r in per_partition)
-                hi = max(int(r["hi"]) for r in per_partition)
-                self._merge_quarantine(spark, classified, batch_id, app_id, lo, hi)
+            if prepared.bad_offsets is not None:  # no bad record: no quarantine MERGE, no commit
+                self._merge_quarantine(spark, prepared.rows, batch_id, app_id,
+                                       *prepared.bad_offsets)
             faults.maybe_crash("after_quarantine_commit", batch_id)
             stages["quarantine"] = time.monotonic() - mark
 
-            mark = time.monotonic()
-            deduped = materialize(_one_per_key(valid_events(classified, self.schema),
-                                               self.config))
-            observed, seen = freshness.observe(deduped, self.schema.time_column)
-            observed, deletes = observe_deletes(observed, self.config.target)
-            unique, values = partition_values(observed, self.config.target.partition_by)
-            fresh = freshness.read(seen)  # came back with that job: no job of its own
-            stages["dedup"] = time.monotonic() - mark
-
+            deduped = prepared.events(self.schema, self.config)
+            fresh = prepared.fresh
             mark = time.monotonic()
             counts = commit_counts(  # the commit carries them: its metrics row can be rebuilt
                 query_id=query_id, records_in=records_in, quarantined=quarantined,
                 duplicates_in_batch=records_in - quarantined - unique, unique=unique,
                 started_at=started_at, stage_seconds=stages,
                 event_dates=sorted(d for d in values.get("event_date", []) if d),
-                **upsert_counts(deletes))
+                **prepared.counts)
             outcome = self._merge_target(spark, deduped, batch_id, app_id, values, planned,
                                          counts)
             stages["merge_commit"] = time.monotonic() - mark
@@ -153,8 +138,7 @@ class BatchSink:
                 stages)
             faults.maybe_crash("after_target_commit", batch_id)
         finally:
-            release(classified)
-            release(deduped)
+            release(prepared.rows if prepared is not None else None)
 
         valid = records_in - quarantined
         ended = datetime.now(UTC)
@@ -175,15 +159,16 @@ class BatchSink:
             freshness_kafka_s=freshness.age_seconds(ended, fresh.newest_kafka_timestamp),
             latency_p50_s=fresh.latency_p50_s, latency_p99_s=fresh.latency_p99_s))
 
-    def _merge_quarantine(self, spark: SparkSession, classified: DataFrame, batch_id: int,
+    def _merge_quarantine(self, spark: SparkSession, prepared: DataFrame, batch_id: int,
                           app_id: str, lo: int, hi: int) -> MergeOutcome:
+        """The bad records' insert-only MERGE; ``lo``/``hi`` bound their offsets."""
         ref = self.config.target.quarantine_ref
-        rows = quarantine_rows(classified, self.config.name, batch_id)
+        rows = quarantine_rows(prepared, self.config.name, batch_id)
 
         def attempt() -> MergeOutcome:
             self.guard(batch_id)
             faults.maybe_crash("before_quarantine_commit", batch_id)
-            with txn(spark, app_id, batch_id, None):
+            with txn(spark, app_id, batch_id, None), merge_settings(spark):
                 return insert_only_merge(
                     ref.delta(spark), rows, QUARANTINE_KEY,
                     range_filter("t", "kafka_offset", lo, hi),
@@ -219,15 +204,10 @@ class BatchSink:
         dates = [d for d in read_values(self.config, DATE_COLUMN,
                                          values.get(DATE_COLUMN, []))
                  if isinstance(d, date)]
-        found = count_other_date_copies(self.config.target.ref.read(spark), deduped,
-                                        self.config.target.dedup_keys, DATE_COLUMN, dates,
-                                        self.config.target.dedup_window)
+        with merge_settings(spark):  # the same join as the MERGE's, in one job
+            found = count_other_date_copies(self.config.target.ref.read(spark), deduped,
+                                            self.config.target.dedup_keys, DATE_COLUMN, dates,
+                                            self.config.target.dedup_window)
         stages["other_date"] = time.monotonic() - mark
         return found
 
-
-def _one_per_key(events: DataFrame, config: PipelineConfig) -> DataFrame:
-    """Insert-only: the first copy per key; upsert: the latest version, flagged if a delete."""
-    if config.target.mode == "upsert":
-        return latest_versions(events, config.target)
-    return dedup_on_key(events, config.target.dedup_keys)

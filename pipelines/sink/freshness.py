@@ -1,7 +1,7 @@
 """How fresh a micro-batch's rows are, observed on a Spark job the batch runs anyway.
 
-The batch already counts its deduplicated rows per partition value (``partition_values``: one
-job over the materialized rows). :func:`observe` hangs a ``DataFrame.observe`` on that job, so
+The batch materializes its parsed, deduplicated rows in one job (``pipelines.sink.prepare``).
+:func:`observe` hangs a ``DataFrame.observe`` on that job, so
 the newest ``event_time``, the newest Kafka timestamp and the p50/p99 of
 ``ingested_at - kafka_timestamp`` come back with it: no extra job, no second read of the rows.
 The rows observed are the ones offered to the target MERGE (valid, deduplicated in the batch);
@@ -13,7 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
-from pyspark.sql import DataFrame, Observation
+from pyspark.sql import Column, DataFrame, Observation
 from pyspark.sql import functions as F
 
 #: percentile_approx's accuracy: relative error 1/10000 of the batch's row count.
@@ -30,25 +30,30 @@ class Freshness:
     latency_p99_s: float | None = None
 
 
-def observe(rows: DataFrame, time_field: str) -> tuple[DataFrame, Observation]:
+def observe(rows: DataFrame, time_field: str, only: Column | None = None
+            ) -> tuple[DataFrame, Observation]:
     """``rows`` with the freshness aggregates attached: read the observation after an action.
 
     Args:
         rows: target rows (``time_field``, ``kafka_timestamp``, ``ingested_at``).
         time_field: the schema's event-time column.
+        only: the rows to observe, when ``rows`` holds others too (a batch's bad records).
 
     Returns:
         The DataFrame to run the batch's next action on, and the observation it fills.
     """
-    latency = (F.unix_micros("ingested_at") - F.unix_micros("kafka_timestamp")) / 1e6
+    def of(column: str) -> Column:
+        return F.col(column) if only is None else F.when(only, F.col(column))
+
+    latency = (F.unix_micros(of("ingested_at")) - F.unix_micros(of("kafka_timestamp"))) / 1e6
     # One sketch for both quantiles (Spark merges the identical aggregates); picked apart here
     # because an observed array reaches Python as a bare Java object.
     quantiles = F.percentile_approx(latency, [0.5, 0.99], _ACCURACY)
     observation = Observation()
     observed = rows.observe(
         observation,
-        F.max(F.unix_micros(time_field)).alias("event_us"),
-        F.max(F.unix_micros("kafka_timestamp")).alias("kafka_us"),
+        F.max(F.unix_micros(of(time_field))).alias("event_us"),
+        F.max(F.unix_micros(of("kafka_timestamp"))).alias("kafka_us"),
         quantiles.getItem(0).alias("p50"), quantiles.getItem(1).alias("p99"))
     return observed, observation
 

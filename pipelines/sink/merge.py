@@ -2,15 +2,23 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import date, timedelta
 from functools import reduce
 from typing import Any
 
 from delta.tables import DeltaTable
-from pyspark.sql import Column, DataFrame
+from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
+
+#: Spark's broadcast-join threshold: off inside a batch's MERGE (see :func:`merge_settings`).
+BROADCAST_THRESHOLD = "spark.sql.autoBroadcastJoinThreshold"
+#: Spark's runtime bloom filter (a subquery job that scans one side of a join first).
+BLOOM_FILTER = "spark.sql.optimizer.runtime.bloomFilter.enabled"
+#: Delta's copy of a MERGE source before a two-pass (upsert) MERGE.
+MATERIALIZE_SOURCE = "spark.databricks.delta.merge.materializeSource"
 
 
 @dataclass(frozen=True)
@@ -23,6 +31,40 @@ class MergeOutcome:
     committed: bool
     inserted: int
     updated: int = 0
+
+
+@contextmanager
+def merge_settings(spark: SparkSession, *, source_materialized: bool = True) -> Iterator[None]:
+    """Session settings for one of a batch's MERGEs (and its other-date count), restored after.
+
+    * No broadcast join: a broadcast is a Spark job of its own (the touched partitions' target
+      rows, collected to the driver); as a sort-merge join, reading the target is one more stage
+      of the MERGE's write job. A streaming batch runs without adaptive execution, so the join
+      strategy is fixed at planning time. No runtime bloom filter either: it is another job
+      that scans the target first (seen in the other-date count).
+    * ``source_materialized``: the source is a local checkpoint (fixed blocks, no lineage back to
+      Kafka), so Delta's own copy of it before an upsert's two passes is skipped. Both passes
+      read the same blocks; a lost block fails the MERGE ("Checkpoint block ... not found") and
+      the batch is re-run whole (:mod:`pipelines.sink.retry`), never read differently.
+
+    Args:
+        spark: the micro-batch's session.
+        source_materialized: whether the MERGE's source is already materialized.
+    """
+    wanted = {BROADCAST_THRESHOLD: "-1", BLOOM_FILTER: "false"}
+    if source_materialized:
+        wanted[MATERIALIZE_SOURCE] = "none"
+    saved = {key: spark.conf.get(key, None) for key in wanted}
+    for key, value in wanted.items():
+        spark.conf.set(key, value)
+    try:
+        yield
+    finally:
+        for key, old in saved.items():
+            if old is None:
+                spark.conf.unset(key)
+            else:
+                spark.conf.set(key, old)
 
 
 def literal_filter(alias: str, values: Mapping[str, Iterable[Any]]) -> Column | None:

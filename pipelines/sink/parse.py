@@ -24,6 +24,7 @@ from schemas.base import KAFKA_KEY, KAFKA_KEY_COLUMN, KAFKA_TIMESTAMP, EventSche
 
 _V = "_variant"
 _AVRO = "_avro_json"
+INGESTED_AT = "ingested_at"
 QUARANTINE_COLUMNS = ("kafka_topic", "kafka_partition", "kafka_offset", "kafka_timestamp",
                       "kafka_key", "raw_value", "reason", "pipeline", "batch_id", "quarantined_at",
                       "record_hash", "redriven_at", "redriven_version")
@@ -111,15 +112,22 @@ def classify(raw: DataFrame, schema: EventSchema, max_record_bytes: int,
     )
 
 
-def valid_events(classified: DataFrame, schema: EventSchema) -> DataFrame:
-    """The good records, as target rows (schema fields, ``event_date``, Kafka coordinates)."""
+def valid_events(classified: DataFrame, schema: EventSchema,
+                 keep: tuple[str, ...] = ()) -> DataFrame:
+    """The good records, as target rows (schema fields, ``event_date``, Kafka coordinates).
+
+    ``ingested_at`` is the current time, or the input's own ``ingested_at`` column if it has one
+    (a batch that materialized it already); ``keep`` passes more input columns through.
+    """
     columns = [F.col(spec.name) for spec in schema.fields]
     columns += [F.col(column) for column, _ in schema.headers]
     if KAFKA_KEY in schema.keys:
         columns.append(F.col("kafka_key").cast("string").alias(KAFKA_KEY_COLUMN))
+    ingested = F.col(INGESTED_AT) if INGESTED_AT in classified.columns else \
+        F.current_timestamp().alias(INGESTED_AT)
     return classified.where(F.col("_reason").isNull()).select(
         *columns, "event_date", "kafka_topic", "kafka_partition", "kafka_offset",
-        "kafka_timestamp", F.current_timestamp().alias("ingested_at"))
+        "kafka_timestamp", ingested, *[F.col(c) for c in keep])
 
 
 def record_hash() -> Column:

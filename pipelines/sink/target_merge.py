@@ -23,6 +23,7 @@ from pipelines.sink.merge import (
     expand_dates,
     insert_only_merge,
     literal_filter,
+    merge_settings,
     within_days,
 )
 from pipelines.sink.upsert import DELETED, latest_versions, sequence_columns, upsert_merge
@@ -78,7 +79,7 @@ def merge_into_target(spark: SparkSession, config: PipelineConfig, deduped: Data
 
     def attempt() -> MergeOutcome:
         before_commit()
-        with txn(spark, app_id, version, metadata):
+        with txn(spark, app_id, version, metadata), merge_settings(spark):
             return merge(target.ref.delta(spark))
 
     kind = "upsert MERGE" if target.mode == "upsert" else "MERGE"
