@@ -184,7 +184,11 @@ def test_the_cli_reports_an_invalid_config_as_one_error_without_a_traceback(
         bundle: LoadedBundle, tmp_path: Path) -> None:
     shutil.copy(ROOT / "databricks.yml", tmp_path / "databricks.yml")
     shutil.copytree(ROOT / "notebooks", tmp_path / "notebooks")
-    shutil.copytree(ROOT / "schemas" / "examples", tmp_path / "schemas" / "examples")
+    # The whole package, as in a real bundle root: the CLI runs load_resources with the bundle
+    # root first on sys.path, where a bare schemas/examples folder would shadow the installed
+    # `schemas` package as a namespace package (and `pipelines.bundle` would fail to import).
+    shutil.copytree(ROOT / "schemas", tmp_path / "schemas",
+                    ignore=shutil.ignore_patterns("__pycache__"))
     (tmp_path / "notebooks" / "pipelines.d" / "bad.yml").write_text(
         "name: bad\nsource: {topics: [t]}\ncheckpoint: /c\ntarget: {table: a.b}\n"
         "databricks: {ingest_cron: hourly}\n", encoding="utf-8")
