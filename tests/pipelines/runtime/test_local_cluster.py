@@ -96,8 +96,22 @@ def test_local_cluster_run_lands_every_event_exactly_once(
     sent = produce_events(broker.bootstrap_servers, topic, 600, duplicate_rate=0.1,
                           poison_rate=0.02, seed=22, partitions=4)
     path = _cluster_config(lake, broker.bootstrap_servers, topic, batch=400)
-    done = run(path, env=_cli_env(), timeout=600)
+    seen: set[int] = set()  # executor JVMs below this process: only the CLI's cluster has any
+    stop = threading.Event()
+
+    def watch() -> None:
+        while not stop.wait(0.5):
+            seen.update(executor_pids(os.getpid()))
+
+    watcher = threading.Thread(target=watch, daemon=True)
+    watcher.start()
+    try:
+        done = run(path, env=_cli_env(), timeout=600)
+    finally:
+        stop.set()
+        watcher.join(timeout=10)
     assert done.returncode == 0, (done.stdout[-2000:], done.stderr[-2000:])
+    assert len(seen) >= 2, f"the run did not use two executor JVMs: {sorted(seen)}"
     verdict = check(spark, load_config(path, environ={}), sent.event_ids,
                     sum(sent.poison.values()))
     assert verdict.clean, verdict
