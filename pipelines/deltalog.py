@@ -19,7 +19,7 @@ configuration.
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
@@ -35,6 +35,7 @@ class LogCommit:
     operation: str
     operationParameters: dict[str, str | None]
     userMetadata: str | None
+    operationMetrics: dict[str, str] = field(default_factory=dict)
 
     def __getitem__(self, key: str) -> Any:
         return getattr(self, key)
@@ -86,8 +87,10 @@ class DeltaLogFiles:
                 break
         params = {str(k): None if v is None else str(v)
                   for k, v in (info.get("operationParameters") or {}).items()}
+        metrics = {str(k): str(v) for k, v in (info.get("operationMetrics") or {}).items()}
         return LogCommit(version, datetime.fromtimestamp(modified / 1000),
-                         str(info.get("operation", "")), params, info.get("userMetadata"))
+                         str(info.get("operation", "")), params, info.get("userMetadata"),
+                         metrics)
 
     def newest(self, limit: int | None) -> list[LogCommit] | None:
         """The newest ``limit`` commits (all still in the log when None), newest first.

@@ -10,6 +10,10 @@ written later, identical in its counts to the one the batch would have written.
 The history read is bounded: a window of the newest versions, widened only until it reaches a
 batch the metrics table already has (by its start time), and never more than ``max_versions``
 (``DeltaTable.history`` reads only that many commit files).
+
+Before any of that, a start whose recent batches are all recorded is told apart without a Spark
+job, from the commit files of both tables (``quality/metrics_log.py``); only a doubt reads them
+with Spark.
 """
 
 from __future__ import annotations
@@ -21,6 +25,7 @@ from pipelines.config.model import PipelineConfig
 from pipelines.sink.commit import BATCH_KEY, METADATA_KEY, parse_commit_metadata
 from pipelines.sink.metrics import BatchMetrics
 from pipelines.tables import TableRef
+from quality.metrics_log import all_recorded
 from quality.results import write_run_metrics
 
 #: The newest target versions the backfill looks at, at most.
@@ -83,6 +88,8 @@ def backfill_run_metrics(spark: SparkSession, config: PipelineConfig, *,
     Returns:
         The batches whose rows were written (none twice: the write is keyed and insert-only).
     """
+    if all_recorded(spark, config, min(WINDOW, max_versions)):
+        return []  # read from both tables' commit files, no Spark job (quality/metrics_log.py)
     target = config.target.ref
     if not target.exists(spark):
         return []

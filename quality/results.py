@@ -44,10 +44,11 @@ from pyspark.sql.types import (
 )
 
 from pipelines.config.model import PipelineConfig
-from pipelines.sink.commit import with_conflict_retry
+from pipelines.sink.commit import USER_METADATA, with_conflict_retry
 from pipelines.sink.metrics import BatchMetrics
 from pipelines.sink.tables import add_missing_columns
 from pipelines.tables import TableRef
+from quality.metrics_log import stamp
 from quality.model import ValidationReport
 
 RESULTS_SCHEMA = StructType([
@@ -105,7 +106,7 @@ _AFTERMATH = ("the data is committed; the missing bookkeeping rows are recorded 
 
 def insert_new(
     spark: SparkSession, ref: TableRef, schema: StructType, rows: list[dict[str, Any]],
-    key: Sequence[str], partition_by: tuple[str, ...] = (),
+    key: Sequence[str], partition_by: tuple[str, ...] = (), metadata: str | None = None,
 ) -> None:
     """Insert the rows whose ``key`` is not in the table yet (creating the table if missing).
 
@@ -118,7 +119,10 @@ def insert_new(
         partition_by: the table's partition columns (for a new table). The MERGE restricts the
             target to the rows' values of these columns, as literals, so writers of other
             partitions never conflict with it.
+        metadata: the MERGE commit's userMetadata. It is set on a session of its own, so a
+            commit made meanwhile from another thread never carries it.
     """
+    merging = _session_with(spark, metadata)
     unique = list({tuple(row[k] for k in key): row for row in rows}.values())
     condition = reduce(lambda a, b: a & b,
                        [F.col(f"t.{k}").eqNullSafe(F.col(f"s.{k}")) for k in key])
@@ -133,12 +137,28 @@ def insert_new(
         add_missing_columns(spark, ref, tuple((f.name, f.dataType.simpleString())
                                               for f in schema.fields if f.nullable))
         if unique:
-            source = spark.createDataFrame(unique, schema)
-            (ref.delta(spark).alias("t").merge(source.alias("s"), condition)
+            source = merging.createDataFrame(unique, schema)
+            (ref.delta(merging).alias("t").merge(source.alias("s"), condition)
              .whenNotMatchedInsertAll().execute())
 
     with_conflict_retry(create_and_merge, retries=_RETRIES, what=f"recording into "
                         f"{ref.describe()}", backoff=0.2, aftermath=_AFTERMATH)
+
+
+def _session_with(spark: SparkSession, metadata: str | None) -> SparkSession:
+    """``spark``, or a new session sharing its context whose commits carry ``metadata``.
+
+    Without a separate session (Spark Connect has none), the commit is left unmarked: readers
+    of the mark then fall back to reading the table (``quality/metrics_log.py``).
+    """
+    if metadata is None:
+        return spark
+    try:
+        session = spark.newSession()
+    except Exception:  # Spark Connect: no newSession
+        return spark
+    session.conf.set(USER_METADATA, metadata)
+    return session
 
 
 def write_validation_results(
@@ -179,7 +199,7 @@ def write_run_metrics(
     now = datetime.now(UTC)
     rows = [{**b.as_row(), "recorded_at": now} for b in batches if not b.replayed]
     insert_new(spark, config.quality.metrics_ref, METRICS_SCHEMA, rows, METRICS_KEY,
-               METRICS_PARTITION)
+               METRICS_PARTITION, metadata=stamp(config.name, rows))
 
 
 def write_lags(spark: SparkSession, config: PipelineConfig,

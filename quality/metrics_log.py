@@ -1,0 +1,113 @@
+"""Which batches the run-metrics table records, read from its commit log by file name.
+
+Every write of run-metrics rows marks its commit's ``userMetadata`` with the ``(query id, batch
+id)`` keys it writes (:func:`stamp`). At each start the backfill must know whether a batch
+committed to the target lacks its row; asking Spark costs a Delta snapshot of both tables and
+several jobs (about 10 s of a cold scheduled run). :func:`all_recorded` answers the common case
+without a Spark job: it opens the newest commit files of both tables by name
+(:mod:`pipelines.deltalog`) and finds each of the target's recent batches in a marked metrics
+commit.
+
+It can only answer "all recorded", never "missing": any doubt sends the backfill to its Spark
+read, as before. A doubt is a key not found within the commits it reads, a table addressed by
+catalog name, a log that cannot be read by name, or any metrics commit that could have removed
+rows (a RESTORE, a DELETE, an overwrite, a MERGE that deleted). So a row that is really missing
+is always found and written.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+from pyspark.sql import SparkSession
+
+from pipelines.config.model import PipelineConfig
+from pipelines.deltalog import DeltaLogFiles, LogCommit
+from pipelines.runtime.hadoop import HadoopFS
+from pipelines.sink.commit import BATCH_KEY, parse_commit_metadata
+
+#: The key of the mark in a run-metrics commit's userMetadata.
+STAMP_KEY = "deltasink_metrics"
+#: Metrics-table operations that never remove a row (a MERGE is checked for deletes).
+_KEEPS_ROWS = frozenset({"WRITE", "MERGE", "CREATE TABLE", "ADD COLUMNS", "OPTIMIZE",
+                         "SET TBLPROPERTIES", "VACUUM START", "VACUUM END"})
+
+Key = tuple[str, int]
+
+
+def stamp(pipeline: str, rows: Iterable[Mapping[str, Any]]) -> str:
+    """The userMetadata of a run-metrics write: the pipeline and the keys of ``rows``."""
+    keys = sorted({(str(r["query_id"]), int(r["batch_id"])) for r in rows})
+    return json.dumps({STAMP_KEY: {"pipeline": pipeline, "keys": keys}}, separators=(",", ":"))
+
+
+def stamped(commit: LogCommit, pipeline: str) -> set[Key]:
+    """The keys of ``pipeline`` that ``commit`` marks as written (none if it has no mark)."""
+    try:
+        body = json.loads(commit.userMetadata or "")[STAMP_KEY]
+    except (ValueError, TypeError, KeyError):
+        return set()
+    if not isinstance(body, dict) or body.get("pipeline") != pipeline:
+        return set()
+    return {(str(q), int(b)) for q, b in body.get("keys", [])}
+
+
+def keeps_rows(commit: LogCommit) -> bool:
+    """Whether ``commit`` cannot have removed a row of the table."""
+    if commit.operation not in _KEEPS_ROWS:
+        return False
+    if commit.operation == "WRITE":
+        return str(commit.operationParameters.get("mode", "")).lower() != "overwrite"
+    return commit.operationMetrics.get("numTargetRowsDeleted", "0") == "0"
+
+
+def target_batches(commits: list[LogCommit], pipeline: str) -> set[Key]:
+    """The keys of ``pipeline``'s batch commits among ``commits``: the ones a backfill rebuilds
+    (with counts in their metadata and the inserted count in their operation metrics)."""
+    keys = set()
+    for commit in commits:
+        body = parse_commit_metadata(commit.userMetadata)
+        if body is None or body.get("pipeline") != pipeline or BATCH_KEY not in body \
+                or "numTargetRowsInserted" not in commit.operationMetrics:
+            continue
+        keys.add((str(body[BATCH_KEY]["query_id"]), int(body["batch_id"])))
+    return keys
+
+
+def all_recorded(spark: SparkSession, config: PipelineConfig, window: int) -> bool:
+    """Whether every batch of the pipeline in the target's newest ``window`` versions is
+    certainly in the run-metrics table, read from both tables' commit files (no Spark job).
+
+    Args:
+        spark: the session (its Hadoop configuration reaches the files).
+        config: the pipeline (its target and ``quality.metrics_ref``).
+        window: how many of the target's newest versions to check.
+
+    Returns:
+        True only when each batch's key was found in a marked metrics commit that no later
+        commit could have undone; False means "not known", not "missing".
+    """
+    target, metrics = config.target.ref, config.quality.metrics_ref
+    if not target.path or not metrics.path:
+        return False  # catalog tables: their storage is the catalog's, not the session's
+    fs = HadoopFS(spark)
+    commits = DeltaLogFiles(fs, target.path).newest(window)
+    if not commits:
+        return False
+    wanted = target_batches(commits, config.name)
+    if not wanted:
+        return commits[-1].version == 0  # the whole log was read: no batch to record
+    log = DeltaLogFiles(fs, metrics.path)
+    latest = log.latest_version()
+    if latest is None:
+        return False
+    for version in range(latest, max(-1, latest - 4 * window), -1):
+        commit = log.commit(version)
+        if commit is None or not keeps_rows(commit):
+            return False
+        wanted -= stamped(commit, config.name)
+        if not wanted:
+            return True
+    return False
