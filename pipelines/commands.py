@@ -95,10 +95,13 @@ def cmd_produce(args: argparse.Namespace) -> int:
 def cmd_run(args: argparse.Namespace) -> int:
     from pipelines.run import run_pipeline
     from pipelines.runtime.phases import Phases
+    from pipelines.runtime.preload import preload
     from pipelines.runtime.spark import spark_for
 
     clock = Phases()
     config = _config(args)
+    if config.quality.enabled and not args.no_validate:
+        preload("quality.validate")  # Great Expectations imports while the JVM starts
     with clock.phase("spark"):
         spark = spark_for(config)
     run_pipeline(spark, config, trigger=args.trigger, interval=args.interval,
