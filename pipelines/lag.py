@@ -5,8 +5,8 @@ planned it: ``latestOffset - endOffset`` of the source in the query's progress (
 reports its latest offsets there, so this needs no Kafka call of ours). The progress of batch N
 is built only after its ``foreachBatch`` returned, which is where its metrics row is written, so
 the lag cannot go into that row from inside the batch. Instead :class:`LagRecorder` reads
-``StreamingQuery.recentProgress`` from the driver thread that waits for the query (every few
-seconds, and once when the query ends) and fills ``lag_records`` of the rows already written, in
+``StreamingQuery.recentProgress`` from the driver thread that waits for the query (once a
+minute, and once when the query ends) and fills ``lag_records`` of the rows already written, in
 one small MERGE per call: nothing is added to the batch itself, and a failure only warns. Why not
 a ``StreamingQueryListener``: its callbacks run on Spark's listener bus, asynchronously, and may
 still be pending when an available-now query returns; ``recentProgress`` is already complete.

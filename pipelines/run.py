@@ -37,6 +37,9 @@ Progress = Callable[[str], None]
 #: Reads a query's recent progress (each batch's lag); never raises.
 Harvest = Callable[[StreamingQuery], None]
 
+#: Seconds between two lag writes while a query runs (each is a MERGE into the metrics table, on
+#: the driver, beside the batches); the query's end writes the rest.
+_HARVEST_EVERY = 60.0
 #: Failures of a Kafka client that mean "the broker is not answering": retry within the timeout.
 _TRANSIENT = ("TimeoutException", "Timed out waiting", "DisconnectException",
               "NetworkException", "Connection refused", "BrokerNotAvailable")
@@ -205,9 +208,11 @@ def _watch(spark: SparkSession, query: StreamingQuery, config: PipelineConfig,
         StreamingQueryException: the query failed (the caller decides whether to retry).
     """
     timeout = config.source.broker_timeout
+    harvested = time.monotonic()
     while not query.awaitTermination(every):
-        if harvest is not None:
+        if harvest is not None and time.monotonic() - harvested >= _HARVEST_EVERY:
             harvest(query)  # a long-running query records its batches' lag as it goes
+            harvested = time.monotonic()
         probed = time.monotonic()
         try:
             topics.list_partitions(spark, config.source, timeout=float(every))

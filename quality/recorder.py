@@ -17,6 +17,7 @@ from pyspark.sql import SparkSession
 from pipelines.config.model import PipelineConfig
 from pipelines.sink.metrics import BatchMetrics
 from quality.backfill import backfill_run_metrics
+from quality.metrics_append import append_run_metrics, prepare_metrics_table
 from quality.results import write_lags, write_run_metrics
 
 Say = Callable[[str], None]
@@ -38,6 +39,7 @@ class MetricsRecorder:
         self.spark, self.config, self.say = spark, config, say
         self.pending: list[BatchMetrics] = []  # rows that failed to write, retried next batch
         self.failing = False
+        self.prepared = False  # the table exists with every column (checked once per run)
 
     def record(self, metrics: BatchMetrics) -> bool:
         """Write ``metrics`` (and rows that failed before); print one line on the first failure.
@@ -49,7 +51,13 @@ class MetricsRecorder:
         if not rows:
             return True
         try:
-            write_run_metrics(self.spark, self.config, rows)
+            if self.pending:  # a failed write may have committed: the keyed MERGE adds no twin
+                write_run_metrics(self.spark, self.config, rows)
+            else:  # the row of the batch just committed: an idempotent append, no scan
+                if not self.prepared:
+                    prepare_metrics_table(self.spark, self.config)
+                    self.prepared = True
+                append_run_metrics(self.spark, self.config, metrics)
         except Exception as exc:  # bookkeeping must never fail the batch
             self.pending = rows
             if not self.failing:
