@@ -24,8 +24,10 @@ from tests.support.upsert_model import (
 
 
 @pytest.mark.slow
+@pytest.mark.chaos
 def test_upsert_killed_after_its_commit_then_fed_late_versions_converges_to_the_model(
         spark: SparkSession, broker: EmbeddedBroker, lake: Path) -> None:
+    """In make chaos; tests/chaos/test_upsert_storm.py kills after_target_commit with late waves."""
     rng = random.Random(21)
     topic = f"upsert-{uuid.uuid4().hex[:8]}"
     first = make_versions(40, (2, 4, 6, 8), rng)
