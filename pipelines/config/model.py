@@ -162,6 +162,10 @@ class QualityConfig(BaseModel):
     often (``15m``, the default; or ``20 batches``). See ``quality/cadence.py``."""
     on_failure: Literal["continue", "stop"] = "continue"
     """What a failed cadence validation does to a continuous stream (it is always recorded)."""
+    count_other_date_copies: bool = False
+    """Count, per batch, the copies ``target.dedup_window`` caught in another date's partition
+    (``duplicates_other_date``). It costs a join of the batch with the target in every batch
+    whose MERGE dropped rows, so it is off by default, and the column is then null."""
 
     _seconds = field_validator("max_future_skew", mode="before")(parse_duration)
 

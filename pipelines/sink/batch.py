@@ -196,10 +196,13 @@ class BatchSink:
 
     def _other_date_copies(self, spark: SparkSession, deduped: DataFrame,
                            values: dict[str, list[object]], dropped: int,
-                           stages: dict[str, float]) -> int:
-        """Rows the dedup window caught in another date (a query only if the MERGE dropped some)."""
+                           stages: dict[str, float]) -> int | None:
+        """Rows the dedup window caught in another date (a query only if the MERGE dropped some);
+        None when ``quality.count_other_date_copies`` is off and some may have been."""
         if not dropped or not self.config.target.dedup_window:
             return 0
+        if not self.config.quality.count_other_date_copies:
+            return None  # not counted: a null, never a 0 that claims none
         mark = time.monotonic()
         dates = [d for d in read_values(self.config, DATE_COLUMN,
                                          values.get(DATE_COLUMN, []))

@@ -19,7 +19,8 @@ class BatchMetrics:
     ``records_in = quarantined + duplicates_in_batch + duplicates_by_merge + inserted`` holds for
     every batch that was not a replay. A replayed batch (``replayed=True``) changed nothing.
     ``duplicates_other_date`` is the part of ``duplicates_by_merge`` whose key was already in the
-    target only under another ``event_date`` (caught by ``target.dedup_window``; 0 without it).
+    target only under another ``event_date`` (caught by ``target.dedup_window``; 0 without it,
+    and None when some may have been but ``quality.count_other_date_copies`` is off).
 
     Freshness (``pipelines/sink/freshness.py``), observed on the rows offered to the MERGE:
     ``newest_event_time`` / ``newest_kafka_timestamp`` are the newest of those rows, and
@@ -55,7 +56,7 @@ class BatchMetrics:
     target_version: int | None = None
     event_dates: tuple[date, ...] = ()
     stage_seconds: dict[str, float] = field(default_factory=dict)
-    duplicates_other_date: int = 0
+    duplicates_other_date: int | None = 0
     newest_event_time: datetime | None = None
     newest_kafka_timestamp: datetime | None = None
     freshness_event_s: float | None = None

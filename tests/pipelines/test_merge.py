@@ -56,10 +56,25 @@ def test_expand_dates_widens_each_date_and_merges_overlaps() -> None:
                                                          dt.date(9999, 12, 31)]
 
 
+def test_other_date_copies_are_not_counted_by_default_and_say_so_with_a_null(
+        spark: SparkSession, lake: Path) -> None:
+    cfg = make_config(lake, "127.0.0.1:1", "orders", target={"dedup_window": "2d"})
+    seen: list[BatchMetrics] = []
+    sink = sink_for(spark, cfg, seen)
+    sink(kafka_batch(spark, [("e1", DAY), ("e2", DAY)], 0), 0)
+    sink(kafka_batch(spark, [("e1", DAY + dt.timedelta(days=2)), ("e3", DAY)], 2), 1)
+
+    assert rows_per_id(spark, cfg) == {"e1": [DAY], "e2": [DAY], "e3": [DAY]}  # still caught
+    # Nothing dropped: none came from another date. Dropped but not counted: unknown, not 0.
+    assert [(b.duplicates_by_merge, b.duplicates_other_date) for b in seen] == [(0, 0), (1, None)]
+    assert "other_date" not in seen[1].stage_seconds  # no join was run for it
+
+
 @pytest.mark.parametrize("window", [0, 2])
 def test_a_copy_with_a_shifted_event_time_is_caught_within_the_window_only(
         spark: SparkSession, lake: Path, window: int) -> None:
-    cfg = make_config(lake, "127.0.0.1:1", "orders", target={"dedup_window": f"{window}d"})
+    cfg = make_config(lake, "127.0.0.1:1", "orders", target={"dedup_window": f"{window}d"},
+                      quality={"count_other_date_copies": True})
     seen: list[BatchMetrics] = []
     sink = sink_for(spark, cfg, seen)
     plus = [DAY + dt.timedelta(days=d) for d in range(4)]
