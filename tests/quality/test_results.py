@@ -12,6 +12,7 @@ from pyspark.sql.types import StructType
 
 from pipelines.config.model import PipelineConfig
 from quality import results
+from quality.metrics_append import append_run_metrics, prepare_metrics_table
 from quality.model import ExpectationOutcome, ValidationReport
 from quality.results import (
     METRICS_PARTITION,
@@ -94,6 +95,20 @@ def test_same_batch_id_of_another_query_is_a_new_row(
     write_run_metrics(spark, config, [batch("run-9", 0, query_id="q-2")])  # new checkpoint
 
     assert count(spark, config, "metrics") == 2
+
+
+def test_a_batch_row_appended_twice_is_one_row_and_another_query_is_a_new_row(
+    spark: SparkSession, config: PipelineConfig
+) -> None:
+    prepare_metrics_table(spark, config)
+    append_run_metrics(spark, config, batch("run-1", 0))
+    append_run_metrics(spark, config, batch("run-1", 1))
+    append_run_metrics(spark, config, batch("run-1", 1, records_in=999))  # skipped by the txn
+    append_run_metrics(spark, config, batch("run-9", 1, query_id="q-2"))  # its own app id
+
+    rows = read_run_metrics(spark, config)
+    assert sorted((r["query_id"], r["batch_id"], r["records_in"]) for r in rows) == [
+        ("q-1", 0, 100), ("q-1", 1, 100), ("q-2", 1, 100)]
 
 
 def test_missing_tables_read_as_empty_and_empty_writes_create_them(
