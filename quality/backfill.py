@@ -25,7 +25,7 @@ from pipelines.config.model import PipelineConfig
 from pipelines.sink.commit import BATCH_KEY, METADATA_KEY, parse_commit_metadata
 from pipelines.sink.metrics import BatchMetrics
 from pipelines.tables import TableRef
-from quality.metrics_log import all_recorded
+from quality.metrics_log import all_recorded, rebuildable
 from quality.results import write_run_metrics
 
 #: The newest target versions the backfill looks at, at most.
@@ -59,8 +59,7 @@ def committed_batches(spark: SparkSession, ref: TableRef, pipeline: str,
     for row in rows:
         body = parse_commit_metadata(row["userMetadata"])
         metrics = row["operationMetrics"] or {}
-        if body is None or body.get("pipeline") != pipeline or BATCH_KEY not in body \
-                or "numTargetRowsInserted" not in metrics:
+        if body is None or not rebuildable(body, metrics, pipeline):
             continue
         out.append(BatchMetrics.from_commit(
             pipeline, int(body["batch_id"]), str(body["run_id"]), body[BATCH_KEY],

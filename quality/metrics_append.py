@@ -22,9 +22,8 @@ from pyspark.sql import SparkSession
 
 from pipelines.config.model import PipelineConfig
 from pipelines.sink.metrics import BatchMetrics
-from pipelines.sink.tables import add_missing_columns
 from quality.metrics_log import stamp
-from quality.results import METRICS_PARTITION, METRICS_SCHEMA
+from quality.results import METRICS_PARTITION, METRICS_SCHEMA, prepare_table
 
 
 def metrics_app_id(pipeline: str, query_id: str) -> str:
@@ -34,10 +33,7 @@ def metrics_app_id(pipeline: str, query_id: str) -> str:
 
 def prepare_metrics_table(spark: SparkSession, config: PipelineConfig) -> None:
     """Create the run-metrics table if missing, and add the columns an older one lacks."""
-    ref = config.quality.metrics_ref
-    ref.create_if_missing(spark, METRICS_SCHEMA, METRICS_PARTITION)
-    add_missing_columns(spark, ref, tuple((f.name, f.dataType.simpleString())
-                                          for f in METRICS_SCHEMA.fields if f.nullable))
+    prepare_table(spark, config.quality.metrics_ref, METRICS_SCHEMA, METRICS_PARTITION)
 
 
 def append_run_metrics(spark: SparkSession, config: PipelineConfig, batch: BatchMetrics) -> None:

@@ -63,16 +63,21 @@ def keeps_rows(commit: LogCommit) -> bool:
     return commit.operationMetrics.get("numTargetRowsDeleted", "0") == "0"
 
 
+def rebuildable(body: Mapping[str, Any] | None, operation_metrics: Mapping[str, Any] | None,
+                pipeline: str) -> bool:
+    """Whether a target commit is a batch of ``pipeline`` whose metrics row a backfill can
+    rebuild: counts in its metadata (``body``) and the inserted count in its operation metrics."""
+    return (body is not None and body.get("pipeline") == pipeline and BATCH_KEY in body
+            and "numTargetRowsInserted" in (operation_metrics or {}))
+
+
 def target_batches(commits: list[LogCommit], pipeline: str) -> set[Key]:
-    """The keys of ``pipeline``'s batch commits among ``commits``: the ones a backfill rebuilds
-    (with counts in their metadata and the inserted count in their operation metrics)."""
+    """The keys of ``pipeline``'s rebuildable batch commits among ``commits``."""
     keys = set()
     for commit in commits:
         body = parse_commit_metadata(commit.userMetadata)
-        if body is None or body.get("pipeline") != pipeline or BATCH_KEY not in body \
-                or "numTargetRowsInserted" not in commit.operationMetrics:
-            continue
-        keys.add((str(body[BATCH_KEY]["query_id"]), int(body["batch_id"])))
+        if body is not None and rebuildable(body, commit.operationMetrics, pipeline):
+            keys.add((str(body[BATCH_KEY]["query_id"]), int(body["batch_id"])))
     return keys
 
 

@@ -104,6 +104,15 @@ _AFTERMATH = ("the data is committed; the missing bookkeeping rows are recorded 
               "start of the pipeline.")
 
 
+def prepare_table(spark: SparkSession, ref: TableRef, schema: StructType,
+                  partition_by: tuple[str, ...] = ()) -> None:
+    """Create a bookkeeping table unless it exists (safe to race), and give a table from an older
+    release the nullable columns added since (else a write would drop them silently)."""
+    ref.create_if_missing(spark, schema, partition_by)
+    add_missing_columns(spark, ref, tuple((f.name, f.dataType.simpleString())
+                                          for f in schema.fields if f.nullable))
+
+
 def insert_new(
     spark: SparkSession, ref: TableRef, schema: StructType, rows: list[dict[str, Any]],
     key: Sequence[str], partition_by: tuple[str, ...] = (), metadata: str | None = None,
@@ -131,11 +140,7 @@ def insert_new(
 
     def create_and_merge() -> None:
         # Creation is inside the retry: pipelines sharing these tables may race to create them.
-        ref.create_if_missing(spark, schema, partition_by)
-        # A table from an older release gains the nullable columns added since (else the MERGE
-        # would drop them silently).
-        add_missing_columns(spark, ref, tuple((f.name, f.dataType.simpleString())
-                                              for f in schema.fields if f.nullable))
+        prepare_table(spark, ref, schema, partition_by)
         if unique:
             source = merging.createDataFrame(unique, schema)
             (ref.delta(merging).alias("t").merge(source.alias("s"), condition)
