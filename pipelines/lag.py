@@ -3,15 +3,15 @@
 **Per batch.** A batch's lag is the records Kafka held past the batch's end offsets when Spark
 planned it: ``latestOffset - endOffset`` of the source in the query's progress (the Kafka source
 reports its latest offsets there, so this needs no Kafka call of ours). The progress of batch N
-is built only after its ``foreachBatch`` returned, which is where its metrics row is written, so
-the lag cannot go into that row from inside the batch. Instead :class:`LagRecorder` reads
-``StreamingQuery.recentProgress`` from the driver thread that waits for the query (once a
-minute, and once when the query ends) and fills ``lag_records`` of the rows already written, in
-one small MERGE per call: nothing is added to the batch itself, and a failure only warns. Why not
-a ``StreamingQueryListener``: its callbacks run on Spark's listener bus, asynchronously, and may
+is built only after its ``foreachBatch`` returned, so the lag cannot be known inside the batch.
+So the batch's metrics row waits: :func:`harvester` reads ``StreamingQuery.recentProgress``
+from the driver thread that waits for the query (once a minute, and once when the query ends)
+and hands the lags to ``MetricsRecorder.flush``, which writes the waiting rows with their lag in
+one append: nothing is added to the batch itself, and a failure only warns. Why not a
+``StreamingQueryListener``: its callbacks run on Spark's listener bus, asynchronously, and may
 still be pending when an available-now query returns; ``recentProgress`` is already complete.
-A row whose lag is never filled (the process died first, or the row was backfilled from its
-commit) keeps a null lag.
+A row whose lag is never known (its progress was missing when the query ended, or the row was
+backfilled from its commit after the process died) keeps a null lag.
 
 **Now.** A stopped pipeline has no progress: :func:`current_lag` compares the offsets of the
 target's newest sink commit with the partitions' end offsets in Kafka (a watermark request per
@@ -63,37 +63,27 @@ def _offsets(text: str | None) -> dict[tuple[str, int], int]:
             for p, o in ps.items()}
 
 
-@dataclass
-class LagRecorder:
-    """Hands each batch's lag to ``write`` once its progress is known (see the module doc)."""
-
-    write: Callable[[dict[tuple[str, int], int]], object]
-    done: set[tuple[str, int]] = field(default_factory=set)
-
-    def __call__(self, progresses: Iterable[Any]) -> None:
-        """Write the lags of batches not written before (no call if there are none)."""
-        seen = progress_lags(progresses)
-        new = {k: v for k, v in seen.items() if k not in self.done}
-        if new:
-            self.write(new)
-        # recentProgress is a sliding window: forget what left it, so a long run stays small.
-        self.done = (self.done | set(new)) & set(seen)
+Flush = Callable[..., object]
 
 
-def harvester(lags: LagRecorder, say: Callable[[str], None]) -> Callable[[Any], None]:
-    """A function that feeds a streaming query's recent progress to ``lags``.
+def harvester(flush: Flush, say: Callable[[str], None]) -> Callable[..., None]:
+    """A function ``harvest(query, final=False)`` that hands the lags in a streaming query's
+    recent progress to ``flush(lags, final=final)`` (``MetricsRecorder.flush``).
 
-    A failure warns once (through ``say``) and never raises: bookkeeping must never fail a run.
+    Reading the progress may fail; the rows are flushed all the same, without their lag. A
+    failure warns once (through ``say``) and never raises: bookkeeping must never fail a run.
     """
     warned: list[bool] = []
 
-    def harvest(query: Any) -> None:
+    def harvest(query: Any, final: bool = False) -> None:
+        lags: dict[tuple[str, int], int] = {}
         try:
-            lags(query.recentProgress)
+            lags = progress_lags(query.recentProgress)
         except Exception as exc:  # bookkeeping must never fail the run
             if not warned:
                 say(f"warning: could not read the lag from the query's progress ({exc})")
                 warned.append(True)
+        flush(lags, final=final)
 
     return harvest
 

@@ -23,7 +23,7 @@ from pipelines.errors import (
 from pipelines.kafka import topics
 from pipelines.kafka.retention import check_retention
 from pipelines.kafka.source import read_stream, starting_offsets
-from pipelines.lag import LagRecorder, harvester
+from pipelines.lag import harvester
 from pipelines.lease import Lease, single_writer
 from pipelines.resume import Resume, agree, recover
 from pipelines.runtime.phases import Phases
@@ -34,11 +34,12 @@ from pipelines.sink.tables import ensure_sink_tables
 
 log = logging.getLogger("deltasink")
 Progress = Callable[[str], None]
-#: Reads a query's recent progress (each batch's lag); never raises.
-Harvest = Callable[[StreamingQuery], None]
+#: Writes the run-metrics rows noted since its last call, with each batch's lag from the query's
+#: progress; never raises.
+Harvest = Callable[..., None]  # harvest(query, final=False): pipelines.lag.harvester
 
-#: Seconds between two lag writes while a query runs (each is a MERGE into the metrics table, on
-#: the driver, beside the batches); the query's end writes the rest.
+#: Seconds between two writes of run-metrics rows while a query runs (one append, on the driver,
+#: beside the batches); the query's end writes the rest.
 _HARVEST_EVERY = 60.0
 #: Failures of a Kafka client that mean "the broker is not answering": retry within the timeout.
 _TRANSIENT = ("TimeoutException", "Timed out waiting", "DisconnectException",
@@ -87,7 +88,7 @@ def run_pipeline(spark: SparkSession, config: PipelineConfig, *, trigger: str = 
         from quality.recorder import MetricsRecorder
 
         recorder = MetricsRecorder(spark, config, say)  # never fails a committed batch
-        harvest = harvester(LagRecorder(recorder.record_lags), say)
+        harvest = harvester(recorder.flush, say)
     cadence = None
     if validate and config.quality.enabled and trigger == "continuous":
         from quality.cadence import CadenceValidator
@@ -193,7 +194,7 @@ def _stream(spark: SparkSession, config: PipelineConfig, run_id: str, trigger: s
             return
         finally:
             if harvest is not None:
-                harvest(query)  # the lag of the batches since the last look (or all of them)
+                harvest(query, final=True)  # the rows (and lags) of the batches since the last
 
 
 def _watch(spark: SparkSession, query: StreamingQuery, config: PipelineConfig,
@@ -211,7 +212,7 @@ def _watch(spark: SparkSession, query: StreamingQuery, config: PipelineConfig,
     harvested = time.monotonic()
     while not query.awaitTermination(every):
         if harvest is not None and time.monotonic() - harvested >= _HARVEST_EVERY:
-            harvest(query)  # a long-running query records its batches' lag as it goes
+            harvest(query)  # a long-running query records its batches' rows as it goes
             harvested = time.monotonic()
         probed = time.monotonic()
         try:

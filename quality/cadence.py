@@ -34,7 +34,7 @@ Progress = Callable[[str], None]
 
 def validate_run(spark: SparkSession, config: PipelineConfig, result: RunResult,
                  say: Progress) -> None:
-    """Validate the partitions the run touched (its metrics are already recorded, per batch).
+    """Validate the partitions the run touched (its metrics rows were written as its query ended).
 
     Raises:
         QualityError: an expectation failed (each failure is printed first).

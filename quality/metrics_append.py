@@ -1,12 +1,13 @@
-"""One batch's run-metrics row as a blind, idempotent append: the common case, per batch.
+"""Run-metrics rows as a blind, idempotent append: the common case.
 
 An insert-only MERGE reads the pipeline's partition of the metrics table to find the key, so
-every batch paid a scan of all the rows recorded before it (a Delta snapshot, a join, a write:
-several Spark jobs and 1-3 s per batch on the dev VM). A batch's row is new by construction when
-it is written right after the batch's own target commit, so it is appended instead, made
-idempotent the way the target's commits are: ``txnAppId`` = the pipeline and the streaming
-query id, ``txnVersion`` = the batch id. Delta skips an append whose version the app id has
-already recorded, so writing the row of the same batch again adds nothing.
+every write paid a scan of all the rows recorded before it (a Delta snapshot, a join, a write:
+several Spark jobs and 1-3 s on the dev VM). The rows of batches just committed to the target
+are new by construction (``quality/recorder.py`` writes them in commit order, never one twice),
+so they are appended instead, made idempotent the way the target's commits are: ``txnAppId`` =
+the pipeline and the streaming query id, ``txnVersion`` = the newest batch id written. Delta
+skips an append whose version the app id has already recorded, so writing the same rows again
+adds nothing.
 
 Everything else goes through the keyed MERGE (``quality.results.write_run_metrics``): rows
 retried after a failure (their first write may have committed before it failed) and rows
@@ -16,7 +17,9 @@ the MERGE (``quality/metrics_log.py``).
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from datetime import UTC, datetime
+from itertools import groupby
 
 from pyspark.sql import SparkSession
 
@@ -36,23 +39,29 @@ def prepare_metrics_table(spark: SparkSession, config: PipelineConfig) -> None:
     prepare_table(spark, config.quality.metrics_ref, METRICS_SCHEMA, METRICS_PARTITION)
 
 
-def append_run_metrics(spark: SparkSession, config: PipelineConfig, batch: BatchMetrics) -> None:
-    """Append ``batch``'s row once: a second append of the same batch is skipped by Delta.
+def append_run_metrics(spark: SparkSession, config: PipelineConfig,
+                       batches: Sequence[BatchMetrics]) -> None:
+    """Append the rows of ``batches``, one commit per streaming query, each at most once.
 
-    The table must exist with every column (:func:`prepare_metrics_table`).
+    The table must exist with every column (:func:`prepare_metrics_table`). The caller writes
+    each query's batches in commit order, so the newest batch id of an append is above every
+    batch id an earlier append of that query wrote; Delta skips a repeated append.
 
     Args:
         spark: the session.
         config: the pipeline (``quality.metrics_ref``).
-        batch: a batch just committed to the target (not a replay).
+        batches: batches just committed to the target (no replays), oldest first.
     """
-    row = {**batch.as_row(), "recorded_at": datetime.now(UTC)}
+    now = datetime.now(UTC)
     ref = config.quality.metrics_ref
-    writer = (spark.createDataFrame([row], METRICS_SCHEMA).write.format("delta").mode("append")
-              .option("txnAppId", metrics_app_id(config.name, batch.query_id))
-              .option("txnVersion", str(batch.batch_id))
-              .option("userMetadata", stamp(config.name, [row])))
-    if ref.name:
-        writer.saveAsTable(ref.name)
-    else:
-        writer.save(ref.path)
+    for query_id, group in groupby(batches, key=lambda b: b.query_id):
+        rows = [{**b.as_row(), "recorded_at": now} for b in group]
+        writer = (spark.createDataFrame(rows, METRICS_SCHEMA).coalesce(1).write.format("delta")
+                  .mode("append")
+                  .option("txnAppId", metrics_app_id(config.name, query_id))
+                  .option("txnVersion", str(max(r["batch_id"] for r in rows)))
+                  .option("userMetadata", stamp(config.name, rows)))
+        if ref.name:
+            writer.saveAsTable(ref.name)
+        else:
+            writer.save(ref.path)

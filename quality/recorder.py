@@ -1,14 +1,22 @@
 """Run-metrics bookkeeping that never fails, or falsely fails, a batch whose data is committed.
 
-The run-metrics row of a batch is written inside ``foreachBatch``, after the target commit. If
-that write raised, the streaming query would die after the data had committed, and the replayed
-batch (a no-op) would never record its row. So a failed write prints one warning line and the
-run carries on: the rows are retried with the next batch, and whatever is still missing is
-rebuilt from the target commits' metadata at the next start (``quality/backfill.py``).
+A batch's run-metrics row is buffered when the batch commits and written by :meth:`flush`,
+which the run calls from the driver thread that waits for the query: once a minute, and when the
+query ends (``pipelines/run.py``). Each flush is one idempotent append for all the rows since
+the last one, with each row's Kafka lag already in it (the lag of batch N is only known from the
+query's progress, after its ``foreachBatch`` returned). Writing from inside ``foreachBatch``
+cost every batch a Delta commit of its own (an append, 1-2 s on the dev VM), and the lag a
+second, updating MERGE per run (2-4 s).
+
+A failed write prints one warning line and the run carries on: the rows are retried at the next
+flush, with the keyed MERGE (a failed append may still have committed). A process that dies
+before a flush leaves its committed batches without rows; the next start rebuilds them from the
+target commits' metadata (``quality/backfill.py``), as it always did for crashes.
 """
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable
 from dataclasses import replace
 
@@ -18,9 +26,10 @@ from pipelines.config.model import PipelineConfig
 from pipelines.sink.metrics import BatchMetrics
 from quality.backfill import backfill_run_metrics
 from quality.metrics_append import append_run_metrics, prepare_metrics_table
-from quality.results import write_lags, write_run_metrics
+from quality.results import write_run_metrics
 
 Say = Callable[[str], None]
+Lags = dict[tuple[str, int], int]
 
 
 def cause(exc: BaseException, limit: int = 300) -> str:
@@ -31,65 +40,80 @@ def cause(exc: BaseException, limit: int = 300) -> str:
     return line if len(line) <= limit else line[:limit - 3] + "..."
 
 
+def with_lags(rows: list[BatchMetrics], lags: Lags) -> list[BatchMetrics]:
+    """``rows`` with the lag of each row that ``lags`` knows and it does not."""
+    return [replace(b, lag_records=lags[(b.query_id, b.batch_id)])
+            if b.lag_records is None and (b.query_id, b.batch_id) in lags else b for b in rows]
+
+
+def ready(rows: list[BatchMetrics], lags: Lags) -> int:
+    """How many of ``rows`` (in commit order) to write now: all but the newest ones whose lag
+    is not known yet. Only a tail is held back, so a later flush never writes a batch id below
+    one an earlier flush wrote for the same query (the append's txn version grows)."""
+    held = len(rows)
+    while held and (rows[held - 1].query_id, rows[held - 1].batch_id) not in lags:
+        held -= 1
+    return held
+
+
 class MetricsRecorder:
-    """Records each batch's metrics row; a failure is a warning, never an error."""
+    """Buffers each batch's metrics row and writes them; a failure is a warning, never an error."""
 
     def __init__(self, spark: SparkSession, config: PipelineConfig, say: Say) -> None:
         """Record into ``config.quality.metrics_ref`` with ``spark``; warnings go to ``say``."""
         self.spark, self.config, self.say = spark, config, say
-        self.pending: list[BatchMetrics] = []  # rows that failed to write, retried next batch
+        self.buffer: list[BatchMetrics] = []  # committed, not written yet (commit order)
+        self.pending: list[BatchMetrics] = []  # rows whose write failed, retried by MERGE
         self.failing = False
         self.prepared = False  # the table exists with every column (checked once per run)
+        self.lock = threading.Lock()  # record() runs on the batch thread, flush() on the driver's
 
-    def record(self, metrics: BatchMetrics) -> bool:
-        """Write ``metrics`` (and rows that failed before); print one line on the first failure.
+    def record(self, metrics: BatchMetrics) -> None:
+        """Note a committed batch's row; :meth:`flush` writes it (a replay has no row)."""
+        if not metrics.replayed:
+            with self.lock:
+                self.buffer.append(metrics)
+
+    def flush(self, lags: Lags, *, final: bool = False) -> bool:
+        """Write the rows noted so far, with their lag; print one line on the first failure.
+
+        Args:
+            lags: ``(query_id, batch_id) -> lag`` from the query's progress.
+            final: the query has ended: write every row, with a null lag where none is known.
+                Otherwise the newest rows whose lag is not known yet wait for the next flush.
 
         Returns:
-            Whether every pending row is now recorded.
+            Whether every row due is now recorded.
         """
-        rows = [b for b in (*self.pending, metrics) if not b.replayed]
-        if not rows:
+        with self.lock:
+            rows = with_lags(self.buffer, lags)
+            count = len(rows) if final else ready(rows, lags)
+            due, self.buffer = rows[:count], rows[count:]
+        retry = with_lags(self.pending, lags)
+        if not due and not retry:
             return True
         try:
-            if self.pending:  # a failed write may have committed: the keyed MERGE adds no twin
-                write_run_metrics(self.spark, self.config, rows)
-            else:  # the row of the batch just committed: an idempotent append, no scan
+            if retry:  # a failed write may have committed: the keyed MERGE adds no twin
+                write_run_metrics(self.spark, self.config, [*retry, *due])
+            else:  # rows new by construction: idempotent appends, no scan
                 if not self.prepared:
                     prepare_metrics_table(self.spark, self.config)
                     self.prepared = True
-                append_run_metrics(self.spark, self.config, metrics)
+                append_run_metrics(self.spark, self.config, due)
         except Exception as exc:  # bookkeeping must never fail the batch
-            self.pending = rows
+            self.pending = [*retry, *due]
             if not self.failing:
-                self.say(f"warning: could not record the run metrics of batch {metrics.batch_id}"
-                         f" in {self.config.quality.metrics_ref.describe()} ({cause(exc)}); the "
-                         "batch's data is committed, and missing metrics rows are backfilled "
-                         "from the target's history at the next start")
+                ids = ", ".join(str(b.batch_id) for b in self.pending)
+                self.say(f"warning: could not record the run metrics of batches {ids} in "
+                         f"{self.config.quality.metrics_ref.describe()} ({cause(exc)}); their "
+                         "data is committed, and missing metrics rows are backfilled from the "
+                         "target's history at the next start")
             self.failing = True
             return False
         if self.failing:
-            self.say(f"run metrics recorded again: {len(rows)} rows written, including the "
-                     "ones that failed before")
+            self.say(f"run metrics recorded again: {len(retry) + len(due)} rows written, "
+                     "including the ones that failed before")
         self.pending, self.failing = [], False
-        return True
-
-    def record_lags(self, lags: dict[tuple[str, int], int]) -> bool:
-        """Fill the lag of recorded batches, ``(query_id, batch_id) -> lag`` (after the batches).
-
-        Rows still pending (their write failed) take their lag with them when written.
-
-        Returns:
-            Whether the lags were written.
-        """
-        self.pending = [replace(b, lag_records=lags.get((b.query_id, b.batch_id), b.lag_records))
-                        for b in self.pending]
-        try:
-            write_lags(self.spark, self.config, lags)
-        except Exception as exc:  # bookkeeping must never fail the run
-            self.say(f"warning: could not record the lag of {len(lags)} batches in "
-                     f"{self.config.quality.metrics_ref.describe()} ({cause(exc)}); their "
-                     "lag stays empty, the rest of their metrics is recorded")
-            return False
         return True
 
     def backfill(self) -> list[BatchMetrics]:

@@ -207,36 +207,6 @@ def write_run_metrics(
                METRICS_PARTITION, metadata=stamp(config.name, rows))
 
 
-def write_lags(spark: SparkSession, config: PipelineConfig,
-               lags: dict[tuple[str, int], int]) -> None:
-    """Fill ``lag_records`` of recorded batches, keyed ``(query_id, batch_id) -> lag``.
-
-    Only rows whose lag is still null are updated, so filling twice changes nothing; a batch
-    whose row is not recorded (yet) is skipped. Like the inserts, the MERGE names the
-    pipeline's partition as a literal, so other pipelines' writes do not conflict with it.
-    """
-    if not lags:
-        return
-    ref = config.quality.metrics_ref
-    schema = StructType([StructField("query_id", StringType(), False),
-                         StructField("batch_id", LongType(), False),
-                         StructField("lag_records", LongType(), False)])
-    rows = [(q, b, lag) for (q, b), lag in sorted(lags.items())]
-    on = ((F.col("t.pipeline") == F.lit(config.name)) & (F.col("t.query_id") == F.col("s.query_id"))
-          & (F.col("t.batch_id") == F.col("s.batch_id")))
-
-    def fill() -> None:
-        if not ref.exists(spark):  # no row written yet: the rows get their lag when written
-            return
-        add_missing_columns(spark, ref, (("lag_records", "bigint"),))
-        (ref.delta(spark).alias("t").merge(spark.createDataFrame(rows, schema).alias("s"), on)
-         .whenMatchedUpdate(condition=F.col("t.lag_records").isNull(),
-                            set={"lag_records": F.col("s.lag_records")}).execute())
-
-    with_conflict_retry(fill, retries=_RETRIES, what=f"recording lags into {ref.describe()}",
-                        backoff=0.2, aftermath=_AFTERMATH)
-
-
 def newest_inserted(spark: SparkSession, config: PipelineConfig
                     ) -> tuple[datetime | None, datetime | None]:
     """The newest ``event_time`` and Kafka timestamp this pipeline's batches inserted (UTC).

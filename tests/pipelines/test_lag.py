@@ -14,7 +14,7 @@ from pipelines.cli import main
 from pipelines.config.loader import load_config
 from pipelines.kafka.broker import EmbeddedBroker
 from pipelines.kafka.produce import produce_events
-from pipelines.lag import LagRecorder, progress_lags
+from pipelines.lag import harvester, progress_lags
 from pipelines.ops.status import collect_status, format_status
 from pipelines.run import run_pipeline
 from quality.results import read_run_metrics, read_validation_results
@@ -34,11 +34,25 @@ def test_lag_is_latest_minus_end_offsets_and_idle_triggers_are_skipped() -> None
             SimpleNamespace(id="q", batchId=2, numInputRows=7,
                             sources=[SimpleNamespace(latestOffset=None, endOffset="{}")])]
     assert progress_lags(seen) == {("q", 0): 7, ("q", 2): 0}
-    written: list[dict[tuple[str, int], int]] = []
-    lags = LagRecorder(written.append)
-    lags(seen)
-    lags(seen)  # nothing new: no second write
-    assert written == [{("q", 0): 7, ("q", 2): 0}]
+
+
+def test_the_harvest_flushes_the_rows_with_their_lags_and_without_them_if_progress_fails() -> None:
+    seen = [progress(0, 5, {"t": {"0": 10}}, {"t": {"0": 3}})]
+    flushed: list[tuple[dict[tuple[str, int], int], bool]] = []
+    said: list[str] = []
+    harvest = harvester(lambda lags, final: flushed.append((lags, final)), said.append)
+
+    class Broken:
+        @property
+        def recentProgress(self) -> list[object]:  # Spark's name
+            raise RuntimeError("progress gone")
+
+    harvest(SimpleNamespace(recentProgress=seen))
+    harvest(Broken(), final=True)
+    harvest(Broken(), final=True)
+
+    assert flushed == [({("q", 0): 7}, False), ({}, True), ({}, True)]  # rows written anyway
+    assert said == ["warning: could not read the lag from the query's progress (progress gone)"]
 
 
 def test_a_stopped_pipeline_with_a_backlog_fails_lag_and_staleness_with_exit_3(

@@ -20,7 +20,6 @@ from quality.results import (
     newest_inserted,
     read_run_metrics,
     read_validation_results,
-    write_lags,
     write_run_metrics,
     write_validation_results,
 )
@@ -97,18 +96,20 @@ def test_same_batch_id_of_another_query_is_a_new_row(
     assert count(spark, config, "metrics") == 2
 
 
-def test_a_batch_row_appended_twice_is_one_row_and_another_query_is_a_new_row(
+def test_rows_appended_twice_are_one_row_each_and_another_query_is_new_rows(
     spark: SparkSession, config: PipelineConfig
 ) -> None:
     prepare_metrics_table(spark, config)
-    append_run_metrics(spark, config, batch("run-1", 0))
-    append_run_metrics(spark, config, batch("run-1", 1))
-    append_run_metrics(spark, config, batch("run-1", 1, records_in=999))  # skipped by the txn
-    append_run_metrics(spark, config, batch("run-9", 1, query_id="q-2"))  # its own app id
+    append_run_metrics(spark, config, [batch("run-1", 0), batch("run-1", 1)])
+    append_run_metrics(spark, config, [batch("run-1", 1, records_in=999)])  # skipped: txn
+    append_run_metrics(spark, config, [batch("run-1", 0, records_in=999),
+                                       batch("run-1", 1, records_in=999)])  # the same flush
+    append_run_metrics(spark, config, [batch("run-1", 2), batch("run-1", 3)])  # the next one
+    append_run_metrics(spark, config, [batch("run-9", 1, query_id="q-2")])  # its own app id
 
     rows = read_run_metrics(spark, config)
     assert sorted((r["query_id"], r["batch_id"], r["records_in"]) for r in rows) == [
-        ("q-1", 0, 100), ("q-1", 1, 100), ("q-2", 1, 100)]
+        ("q-1", 0, 100), ("q-1", 1, 100), ("q-1", 2, 100), ("q-1", 3, 100), ("q-2", 1, 100)]
 
 
 def test_missing_tables_read_as_empty_and_empty_writes_create_them(
@@ -179,7 +180,7 @@ def test_pipelines_racing_to_create_the_metrics_table_lose_no_row(
         (p, i) for p in ("orders_a", "orders_b", "orders_c") for i in range(3))
 
 
-def test_an_older_metrics_table_gains_the_lag_columns_and_lags_fill_once(
+def test_an_older_metrics_table_gains_the_lag_columns_before_rows_are_appended(
     spark: SparkSession, config: PipelineConfig
 ) -> None:
     new = {"newest_event_time", "newest_kafka_timestamp", "freshness_event_s",
@@ -191,16 +192,14 @@ def test_an_older_metrics_table_gains_the_lag_columns_and_lags_fill_once(
     spark.createDataFrame([{**old_row, "recorded_at": datetime.now(UTC)}], older) \
         .write.format("delta").mode("append").save(str(config.quality.metrics_path))
 
-    write_lags(spark, config, {("q-1", 0): 5})  # fills the old row: ALTER first
-    fresh = replace(batch("run-1", 1), latency_p50_s=0.2, latency_p99_s=0.9,
+    prepare_metrics_table(spark, config)  # ALTER first: the append adds no column itself
+    fresh = replace(batch("run-1", 1), latency_p50_s=0.2, latency_p99_s=0.9, lag_records=7,
                     newest_kafka_timestamp=datetime(2026, 11, 21, 8, 0, tzinfo=UTC))
-    write_run_metrics(spark, config, [fresh])
-    write_lags(spark, config, {("q-1", 1): 7, ("q-9", 4): 1})  # no row for q-9: skipped
-    write_lags(spark, config, {("q-1", 1): 99})  # already filled: kept
+    append_run_metrics(spark, config, [fresh])
 
     rows = {r["batch_id"]: r for r in read_run_metrics(spark, config)}
     assert new <= set(rows[0].asDict())
-    assert (rows[0]["lag_records"], rows[0]["latency_p99_s"]) == (5, None)
+    assert (rows[0]["lag_records"], rows[0]["latency_p99_s"]) == (None, None)  # never known
     assert (rows[1]["lag_records"], rows[1]["latency_p50_s"], rows[1]["latency_p99_s"]) == (
         7, 0.2, 0.9)
     assert newest_inserted(spark, config) == (None, datetime(2026, 11, 21, 8, 0, tzinfo=UTC))
