@@ -17,7 +17,9 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from pipelines.config.model import PipelineConfig
+from pipelines.deltalog import DeltaLogFiles
 from pipelines.errors import QualityError
+from pipelines.runtime.hadoop import HadoopFS
 from pipelines.sink.metrics import RunResult
 from pipelines.tables import TableRef
 from quality.gx_runner import run_suite
@@ -33,7 +35,8 @@ from quality.suites import (
 
 
 def latest_version(spark: SparkSession, ref: TableRef) -> int:
-    """The latest committed version of a Delta table.
+    """The latest committed version of a Delta table (a path table's is read from its log by
+    file name, ``pipelines/deltalog.py``: no Spark job).
 
     Raises:
         QualityError: the table does not exist.
@@ -42,6 +45,10 @@ def latest_version(spark: SparkSession, ref: TableRef) -> int:
         raise QualityError(
             f"cannot validate {ref.describe()}: the target table does not exist yet "
             "(run the pipeline first, or check target.path / target.table in the config)")
+    if ref.path:
+        latest = DeltaLogFiles(HadoopFS(spark), ref.path).latest_version()
+        if latest is not None:
+            return latest
     return int(ref.delta(spark).history(1).select("version").collect()[0][0])
 
 
