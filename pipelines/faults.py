@@ -4,7 +4,9 @@ Set ``DELTASINK_FAULT=<point>[@<batch id>][,...]``. Points: ``before_quarantine_
 ``after_quarantine_commit``, ``before_target_commit``, ``after_target_commit`` (after the Delta
 commit, before Spark commits the checkpoint) and ``during_validation``; for ``deltasink quarantine
 redrive``, ``before_redrive_commit`` (before its target MERGE commits) and ``after_redrive_commit``
-(after it, before the quarantine rows are marked redriven). Unset, it does nothing.
+(after it, before the quarantine rows are marked redriven); ``during_lease_renewal`` (the first
+renewal of the checkpoint lease empties the lease file, then the process dies, as a kill in the
+middle of the rewrite would leave it). Unset, it does nothing.
 
 Two settings simulate a second machine for the single-writer tests: ``lease_host=<name>`` (the
 host name this process's checkpoint lease carries) and ``skip_lease_acquire`` (a writer on a
@@ -28,7 +30,7 @@ from pipelines.config import env
 FAULT_ENV = env.FAULT
 POINTS = ("before_quarantine_commit", "after_quarantine_commit", "before_target_commit",
           "after_target_commit", "during_validation", "before_redrive_commit",
-          "after_redrive_commit")
+          "after_redrive_commit", "during_lease_renewal")
 
 
 def should_crash(point: str, batch_id: int | None, spec: str | None) -> bool:
@@ -38,6 +40,11 @@ def should_crash(point: str, batch_id: int | None, spec: str | None) -> bool:
         if name == point and (not at or (batch_id is not None and int(at) == batch_id)):
             return True
     return False
+
+
+def armed(point: str) -> bool:
+    """Whether ``DELTASINK_FAULT`` names ``point`` (at any batch)."""
+    return should_crash(point, None, env.setting(FAULT_ENV))
 
 
 def maybe_crash(point: str, batch_id: int | None = None) -> None:

@@ -13,6 +13,11 @@ single-writer guard is a file that Spark's own FileSystem API reads and writes
   created the lease, at most one of them finds its own token there when it commits.
 * **release:** the lease is deleted when the run ends; a crashed run's lease is taken over at
   once on the same host (its pid is gone), or after ``LEASE_TTL`` from another machine.
+* **damaged:** a kill between a write's create and its close leaves the lease empty, half
+  written or out of step with its ``.crc``. A lease still unreadable after ``_read``'s retries
+  (longer than any write takes) has no live holder: a holder rewrites only a lease it can read
+  as its own, and ``verify`` stops it before any commit once it cannot. Such a lease is taken
+  over at once, like a dead pid's.
 
 Local folders also keep the ``flock``: it is released by the kernel the moment a process dies.
 """
@@ -43,7 +48,8 @@ from pipelines.runtime.processes import pid_alive
 #: A lease not renewed for this long (by the store's clock) belongs to a run that is gone.
 LEASE_TTL = 60.0
 RENEW_EVERY = 10.0
-
+#: What ``Lease._read`` returns for a lease file that stays empty, cut short or corrupt.
+UNREADABLE: dict[str, Any] = {"unreadable": True}
 
 
 @dataclass
@@ -68,11 +74,13 @@ class Lease:
         """Where the lease lives."""
         return f"{self.location.rstrip('/')}/_deltasink/lease"
 
-    def _read(self, attempts: int = 5) -> dict[str, Any] | None:
-        """The lease's content, or None when there is no lease file.
+    def _read(self, attempts: int = 6) -> dict[str, Any] | None:
+        """The lease's content, None when there is no lease file, or ``UNREADABLE``.
 
         A renewal rewrites the file in place, so a read may meet it empty, half written or
-        with a stale checksum: such a read is retried, never taken for "no lease".
+        with a stale checksum: such a read is retried for 1.5 seconds (a write takes
+        milliseconds), never taken for "no lease". A lease still unreadable then was left
+        damaged by a killed writer, and ``UNREADABLE`` (no token, no holder) says so.
         """
         for attempt in range(attempts):
             try:
@@ -83,10 +91,10 @@ class Lease:
                 if isinstance(body, dict):
                     return body
             except Exception:  # ValueError, or a ChecksumException from the store
-                if attempt == attempts - 1:
-                    raise
-            time.sleep(0.1 * (attempt + 1))
-        return None
+                pass
+            if attempt < attempts - 1:
+                time.sleep(0.1 * (attempt + 1))
+        return UNREADABLE
 
     def _body(self) -> str:
         return json.dumps({"token": self.token, "pipeline": self.pipeline, "host": self.host,
@@ -98,6 +106,8 @@ class Lease:
                 f"{max(0.0, age / 1000):.0f}s ago")
 
     def _live(self, body: dict[str, Any]) -> bool:
+        if body is UNREADABLE:
+            return False  # no holder can verify it: see "damaged" in the module's docstring
         if body.get("host") == self.host:
             return pid_alive(int(body.get("pid") or 0))
         modified = HadoopFS(self.spark).modified_ms(self.file)
@@ -129,21 +139,33 @@ class Lease:
     def renew(self) -> None:
         """Rewrite the lease if it is still ours (called by the renewal thread)."""
         if (self._read() or {}).get("token") == self.token:
+            if faults.armed("during_lease_renewal"):
+                # the state a kill between the rewrite's create and its close leaves
+                HadoopFS(self.spark).write_text(self.file, "", overwrite=True)
+                faults.maybe_crash("during_lease_renewal")
             HadoopFS(self.spark).write_text(self.file, self._body(), overwrite=True)
 
     def verify(self, batch_id: int) -> None:
         """Stop before committing ``batch_id`` unless the lease is still this run's.
 
+        An unreadable lease is not this run's: another run may take it over at any moment.
+
         Raises:
             CheckpointError: another run holds the lease (or it is gone).
         """
         held = self._read()
-        if held is None or held.get("token") != self.token:
+        if held is not None and held.get("token") == self.token:
+            return
+        if held is UNREADABLE:
+            why = (f"its lease file {self.file} is unreadable, so another run may take the "
+                   "checkpoint over")
+        else:
             who = self._holder(held) if held else "no lease is held"
-            raise CheckpointError(
-                f"pipeline {self.pipeline}: another run is writing with checkpoint "
-                f"{self.location} ({who}); this run stopped before committing batch {batch_id}, "
-                "so nothing of that batch was committed by it. Run one writer per checkpoint.")
+            why = f"another run is writing with checkpoint {self.location} ({who})"
+        raise CheckpointError(
+            f"pipeline {self.pipeline}: {why}; this run stopped before committing batch "
+            f"{batch_id}, so nothing of that batch was committed by it. Run one writer per "
+            "checkpoint.")
 
     def release(self) -> None:
         """Delete the lease if it is still ours."""

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import subprocess
 import time
 import uuid
@@ -22,6 +23,7 @@ from pipelines.kafka.broker import EmbeddedBroker
 from pipelines.kafka.produce import produce_events
 from pipelines.lease import LEASE_TTL, Lease
 from pipelines.run import run_pipeline
+from pipelines.runtime.hadoop import HadoopFS
 from tests.support import runner
 from tests.support.checker import check
 from tests.support.configs import write_config
@@ -64,6 +66,47 @@ def test_a_dead_process_on_this_host_releases_its_lease_at_once(
     lease.verify(0)
 
 
+def damage(spark: SparkSession, location: Path, how: str) -> Path:
+    """Leave another machine's fresh lease as a kill in the middle of its write would."""
+    file = location / "_deltasink" / "lease"
+    body = json.dumps({"token": "other", "pipeline": "p", "host": "machine-a", "pid": 1})
+    assert HadoopFS(spark).write_text(f"file://{file}", body, overwrite=True)  # with its .crc
+    if how == "empty":
+        file.write_text("")
+    elif how == "cut short":
+        file.write_text(body[: len(body) // 2])
+    else:  # "stale checksum": whole JSON that no longer matches the .crc beside it
+        file.write_text(body.replace("other", "other-run"))
+    return file
+
+
+@pytest.mark.parametrize("how", ["empty", "cut short", "stale checksum"])
+def test_a_lease_left_damaged_by_a_kill_is_taken_over_at_once(
+        spark: SparkSession, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, how: str) -> None:
+    # Fresh (modified now) and from another machine: only its being unreadable frees it. Before,
+    # every later start failed with "JSONDecodeError: Expecting value" (make chaos, seed 310309).
+    monkeypatch.setenv("DELTASINK_FAULT", "lease_host=machine-b")
+    location = tmp_path / "ckpt"
+    file = damage(spark, location, how)
+    lease = Lease(spark, f"file://{location}", "p")
+    lease.acquire()
+    lease.verify(0)
+    assert json.loads(file.read_text())["token"] == lease.token
+
+
+def test_a_run_whose_lease_became_unreadable_stops_before_committing(
+        spark: SparkSession, tmp_path: Path) -> None:
+    location = tmp_path / "ckpt"
+    lease = Lease(spark, f"file://{location}", "p")
+    lease.acquire()
+    (location / "_deltasink" / "lease").write_text("")
+    with pytest.raises(CheckpointError, match=r"lease file .* is unreadable.*"
+                                              r"before committing batch 3"):
+        lease.verify(3)
+    lease.renew()  # not its own any more: left for the next run to take over
+    assert (location / "_deltasink" / "lease").read_text() == ""
+
+
 @pytest.mark.chaos  # long: in `make chaos`, kept out of the 25-minute `make test`
 def test_two_writers_on_one_checkpoint_from_two_machines(
         spark: SparkSession, broker: EmbeddedBroker, lake: Path,
@@ -103,5 +146,24 @@ def test_two_writers_on_one_checkpoint_from_two_machines(
     assert first.returncode in (0, 1), (first.returncode, err)
     assert "Traceback" not in err, err
     run_pipeline(spark, cfg, validate=False, progress=lambda _l: None)
+    verdict = check(spark, cfg, sent.event_ids, sum(sent.poison.values()))
+    assert verdict.clean, verdict
+
+
+@pytest.mark.chaos  # two cold runs: in `make chaos`; the unit cases above run in `make test`
+def test_a_kill_in_the_middle_of_a_lease_renewal_does_not_block_the_next_run(
+        spark: SparkSession, broker: EmbeddedBroker, lake: Path) -> None:
+    topic = f"renew-{uuid.uuid4().hex[:8]}"
+    path = write_config(lake, broker.bootstrap_servers, topic,
+                        source={"max_records_per_batch": 100})
+    cfg = load_config(path, environ={})
+    sent = produce_events(broker.bootstrap_servers, topic, 1500, duplicate_rate=0.1,
+                          poison_rate=0.01, seed=47)
+    killed = runner.run(path, fault="during_lease_renewal")
+    assert killed.returncode == -signal.SIGKILL, killed.stderr[-2000:]
+    assert "injected fault at during_lease_renewal" in killed.stderr
+    assert (Path(cfg.checkpoint) / "_deltasink" / "lease").read_text() == ""
+    done = runner.run(path)
+    assert done.returncode == 0, done.stderr[-2000:]
     verdict = check(spark, cfg, sent.event_ids, sum(sent.poison.values()))
     assert verdict.clean, verdict
