@@ -18,8 +18,8 @@ from tests.support.checker import check
 from tests.support.configs import write_config
 
 #: Both profiles run in ``make chaos`` only: the storm is the suite's longest test, and
-#: ``make test`` keeps a SIGKILL after the target commit in ``tests/pipelines/test_crash.py``
-#: (its ``after_quarantine_commit`` case runs in ``make chaos``, as the long storm does).
+#: ``make test`` keeps a SIGKILL after the target commit and its restart in
+#: ``tests/pipelines/test_bookkeeping.py`` (``tests/pipelines/test_crash.py`` is in ``make chaos``).
 STORM = [pytest.param(SHORT, marks=pytest.mark.chaos, id="short"),
          pytest.param(LONG, marks=pytest.mark.chaos, id="long")]
 
