@@ -126,7 +126,7 @@ def cmd_status(args: argparse.Namespace) -> int:
 
 def cmd_validate(args: argparse.Namespace) -> int:
     from pipelines.runtime.spark import spark_for
-    from quality.results import latest_run_dates
+    from quality.results_read import latest_run_dates
     from quality.validate import validate_table
 
     config = _config(args)

@@ -79,7 +79,7 @@ def ingest(params: Mapping[str, str], secrets: SecretGetter | None = None, *,
 
 def load_run(spark: SparkSession, config: PipelineConfig, run_id: str) -> RunResult:
     """Rebuild a recorded run from the run-metrics table (no batches if none were recorded)."""
-    from quality.results import read_run_metrics
+    from quality.results_read import read_run_metrics
 
     batches = []
     for row in read_run_metrics(spark, config):

@@ -28,7 +28,7 @@ from quality.charts import (
     throughput_figure,
     verdicts_figure,
 )
-from quality.results import read_run_metrics, read_validation_results
+from quality.results_read import read_run_metrics, read_validation_results
 
 _STYLE = """
 body { font-family: -apple-system, "Segoe UI", Roboto, Helvetica, Arial, sans-serif;

@@ -24,7 +24,8 @@ from pipelines.sink.metrics import RunResult
 from pipelines.tables import TableRef
 from quality.gx_runner import run_suite
 from quality.model import ExpectationOutcome, ValidationReport
-from quality.results import newest_inserted, write_validation_results
+from quality.results import write_validation_results
+from quality.results_read import newest_inserted
 from quality.suites import (
     DATE_COLUMN,
     lag_outcome,

@@ -48,7 +48,7 @@ def lag_and_freshness(spark: SparkSession, config: PipelineConfig,
     """The lag now (asked of Kafka) and the age of the newest event and Kafka timestamp inserted
     (from the run-metrics table)."""
     from pipelines.lag import current_lag
-    from quality.results import newest_inserted
+    from quality.results_read import newest_inserted
 
     now = now or datetime.now(UTC)
     lag = current_lag(spark, config, timeout=5.0)

@@ -17,7 +17,7 @@ from pipelines.kafka.produce import produce_events
 from pipelines.lag import harvester, progress_lags
 from pipelines.ops.status import collect_status, format_status
 from pipelines.run import run_pipeline
-from quality.results import read_run_metrics, read_validation_results
+from quality.results_read import read_run_metrics, read_validation_results
 from quality.suites import LAG_EXPECTATION, STALENESS_EXPECTATION
 from tests.support.configs import write_config
 

@@ -21,7 +21,7 @@ from pipelines.kafka.produce import produce_events
 from pipelines.run import run_pipeline
 from pipelines.sink.metrics import BatchMetrics
 from quality.cadence import CadenceValidator
-from quality.results import read_validation_results
+from quality.results_read import read_validation_results
 from quality.suites import QUARANTINE_EXPECTATION
 from tests.support.checker import check
 from tests.support.configs import make_config, write_config

@@ -8,7 +8,7 @@ from pyspark.sql import SparkSession
 
 from pipelines.config.model import PipelineConfig
 from quality.recorder import MetricsRecorder, ready, with_lags
-from quality.results import read_run_metrics
+from quality.results_read import read_run_metrics
 from tests.quality.conftest import batch
 
 
