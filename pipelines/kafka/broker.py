@@ -6,19 +6,17 @@ Its state lives in one data folder: ``server.properties``, the Kafka logs (``kaf
 
 from __future__ import annotations
 
-import base64
 import json
 import os
 import signal
 import socket
 import subprocess
 import time
-import uuid
 from dataclasses import dataclass
 from pathlib import Path
 
 from pipelines.errors import BrokerError
-from pipelines.kafka import broker_auth
+from pipelines.kafka import broker_auth, broker_files
 from pipelines.runtime import jvm
 from pipelines.runtime.processes import pid_alive
 
@@ -26,42 +24,9 @@ DEFAULT_PORT = 9092
 DEFAULT_DATA_DIR = "./lake/_broker"
 JVM_OPTS = ("-Xms128m", "-Xmx512m", "-XX:+UseSerialGC", "-Djava.awt.headless=true")
 
-_SERVER_PROPERTIES = """\
-process.roles=broker,controller
-node.id=1
-controller.quorum.voters=1@127.0.0.1:{controller_port}
-listeners=PLAINTEXT://127.0.0.1:{port},CONTROLLER://127.0.0.1:{controller_port}
-advertised.listeners=PLAINTEXT://127.0.0.1:{port}
-controller.listener.names=CONTROLLER
-inter.broker.listener.name=PLAINTEXT
-listener.security.protocol.map=CONTROLLER:PLAINTEXT,PLAINTEXT:PLAINTEXT
-log.dirs={log_dir}
-num.partitions=1
-auto.create.topics.enable=false
-offsets.topic.replication.factor=1
-offsets.topic.num.partitions=1
-transaction.state.log.replication.factor=1
-transaction.state.log.min.isr=1
-transaction.state.log.num.partitions=1
-share.coordinator.state.topic.replication.factor=1
-share.coordinator.state.topic.min.isr=1
-group.initial.rebalance.delay.ms=0
-message.max.bytes=16777216
-log.retention.check.interval.ms=1000
-log.segment.delete.delay.ms=0
-"""
-
-_LOG4J = """\
-rootLogger.level = WARN
-rootLogger.appenderRef.console.ref = console
-appender.console.type = Console
-appender.console.name = console
-appender.console.layout.type = PatternLayout
-appender.console.layout.pattern = [%d] %p %m (%c)%n
-"""
-
 
 def port_open(port: int, host: str = "127.0.0.1") -> bool:
+    """Whether something accepts TCP connections on ``host:port``."""
     with socket.socket() as sock:
         sock.settimeout(0.5)
         return sock.connect_ex((host, port)) == 0
@@ -76,19 +41,6 @@ def free_port_pair() -> int:
         if port < 65000 and not port_open(port + 1):
             return port
     raise BrokerError("found no free pair of loopback ports")
-
-
-
-def new_cluster_id() -> str:
-    """A KRaft cluster id: a random UUID in URL-safe base64.
-
-    Like Kafka's own ``Uuid.randomUuid``, never one that starts with ``-``: the storage tool would
-    read it as a command-line option (1 in 64 random ids).
-    """
-    while True:
-        cluster_id = base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
-        if not cluster_id.startswith("-"):
-            return cluster_id
 
 
 @dataclass(frozen=True)
@@ -147,36 +99,6 @@ class EmbeddedBroker:
             return ""
         return "\n".join(log.read_text(errors="replace").splitlines()[-lines:])
 
-    def _prepare(self, java: str, classpath: str) -> Path:
-        self.data_dir.mkdir(parents=True, exist_ok=True)
-        log_dir = self.data_dir / "kafka-logs"
-        props = self.data_dir / "server.properties"
-        text = _SERVER_PROPERTIES.format(port=self.port, controller_port=self.port + 1,
-                                         log_dir=log_dir)
-        scram: list[str] = []
-        if self.sasl_port:
-            creds = broker_auth.credentials(self.data_dir, java)
-            text = "".join(ln for ln in text.splitlines(keepends=True)
-                           if not ln.startswith(("listeners=", "advertised.listeners=",
-                                                 "listener.security.protocol.map=")))
-            text += broker_auth.server_properties(creds, self.port, self.sasl_port,
-                                                  self.port + 1)
-            scram = broker_auth.format_args(creds)
-        props.write_text(text)
-        (self.data_dir / "log4j2.properties").write_text(_LOG4J)
-        (self.data_dir / "broker.json").write_text(json.dumps(
-            {"port": self.port, **({"sasl_port": self.sasl_port} if self.sasl_port else {})}))
-        if not (log_dir / "meta.properties").exists():
-            cluster_id = new_cluster_id()
-            proc = subprocess.run(
-                [java, "-cp", classpath, "kafka.tools.StorageTool", "format",
-                 "-t", cluster_id, "-c", str(props), *scram],
-                capture_output=True, text=True, check=False)
-            if proc.returncode != 0:
-                raise BrokerError(f"formatting Kafka storage in {log_dir} failed:\n"
-                                  f"{proc.stdout}{proc.stderr}")
-        return props
-
     def start(self, timeout: float = 60.0) -> EmbeddedBroker:
         """Start the broker in the background and wait until it accepts clients.
 
@@ -193,7 +115,7 @@ class EmbeddedBroker:
                 raise BrokerError(f"port {port} is already in use; pick another with --port")
         java = jvm.require_java()
         classpath = os.pathsep.join(str(p) for p in jvm.broker_classpath())
-        props = self._prepare(java, classpath)
+        props = broker_files.prepare(self.data_dir, self.port, self.sasl_port, java, classpath)
         with open(self.data_dir / "broker.log", "ab") as log:
             proc = subprocess.Popen(
                 [java, *JVM_OPTS, f"-Dlog4j2.configurationFile={self.data_dir}/log4j2.properties",

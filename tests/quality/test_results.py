@@ -17,12 +17,10 @@ from quality.model import ExpectationOutcome, ValidationReport
 from quality.results import (
     METRICS_PARTITION,
     METRICS_SCHEMA,
-    newest_inserted,
-    read_run_metrics,
-    read_validation_results,
     write_run_metrics,
     write_validation_results,
 )
+from quality.results_read import newest_inserted, read_run_metrics, read_validation_results
 from tests.quality.conftest import batch
 
 

@@ -6,7 +6,8 @@ from pathlib import Path
 
 from confluent_kafka import Consumer, Producer, TopicPartition
 
-from pipelines.kafka.broker import EmbeddedBroker, free_port_pair, new_cluster_id
+from pipelines.kafka.broker import EmbeddedBroker, free_port_pair
+from pipelines.kafka.broker_files import new_cluster_id
 from pipelines.kafka.topics import ensure_topic
 
 
