@@ -38,6 +38,8 @@ from pathlib import Path
 from typing import IO, Any
 
 from pyspark.sql import SparkSession
+from pyspark.sql.streaming.query import StreamingQuery
+from pyspark.sql.streaming.readwriter import DataStreamWriter
 
 from pipelines import faults
 from pipelines.checkpoint import is_local
@@ -166,6 +168,28 @@ class Lease:
             f"pipeline {self.pipeline}: {why}; this run stopped before committing batch "
             f"{batch_id}, so nothing of that batch was committed by it. Run one writer per "
             "checkpoint.")
+
+    def start(self, writer: DataStreamWriter) -> StreamingQuery:
+        """Start ``writer``'s streaming query on the checkpoint this lease holds.
+
+        A writer that could not see the lease (a store without atomic create) and starts at the
+        same moment races this query for the checkpoint's ``metadata`` file, and Spark refuses
+        the loser. That is a second writer like any other: a ``CheckpointError``, not a stack
+        trace.
+
+        Raises:
+            CheckpointError: another query started on the checkpoint at the same moment.
+        """
+        try:
+            return writer.start()
+        except Exception as exc:
+            if "SparkConcurrentModificationException" not in str(exc) and \
+                    "concurrently using" not in str(exc):
+                raise
+            raise CheckpointError(
+                f"pipeline {self.pipeline}: another run is starting a query on checkpoint "
+                f"{self.location} at the same moment, and Spark refused this one before it read "
+                "anything. Run one writer per checkpoint.") from None
 
     def release(self) -> None:
         """Delete the lease if it is still ours."""

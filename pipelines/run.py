@@ -159,7 +159,7 @@ def _stream(spark: SparkSession, config: PipelineConfig, run_id: str, trigger: s
             writer = writer.trigger(availableNow=True)
         else:
             writer = writer.trigger(processingTime=f"{parse_duration(interval)} seconds")
-        query = writer.start()
+        query = lease.start(writer)  # a racing second writer is a CheckpointError
         try:
             _watch(spark, query, config, outage, harvest)
             return

@@ -107,6 +107,29 @@ def test_a_run_whose_lease_became_unreadable_stops_before_committing(
     assert (location / "_deltasink" / "lease").read_text() == ""
 
 
+class RacingWriter:
+    """A DataStreamWriter whose ``start`` fails as Spark's does for a second query racing it."""
+
+    def __init__(self, error: str) -> None:
+        self.error = error
+
+    def start(self) -> None:
+        raise RuntimeError(self.error)
+
+
+def test_a_query_started_at_the_same_moment_is_a_checkpoint_error(
+        spark: SparkSession, tmp_path: Path) -> None:
+    lease = Lease(spark, str(tmp_path / "ckpt"), "p")
+    race = ("An error occurred while calling o41250.start.\n: org.apache.spark."
+            "SparkConcurrentModificationException: Multiple streaming queries are concurrently "
+            "using metadata.")  # seen in make chaos: machine c started as the first run did
+    with pytest.raises(CheckpointError, match=r"another run is starting a query on checkpoint "
+                                              r".*ckpt at the same moment"):
+        lease.start(RacingWriter(race))  # type: ignore[arg-type]
+    with pytest.raises(RuntimeError, match="something else"):
+        lease.start(RacingWriter("something else"))  # type: ignore[arg-type]
+
+
 @pytest.mark.chaos  # long: in `make chaos`, kept out of the 25-minute `make test`
 def test_two_writers_on_one_checkpoint_from_two_machines(
         spark: SparkSession, broker: EmbeddedBroker, lake: Path,
@@ -124,7 +147,12 @@ def test_two_writers_on_one_checkpoint_from_two_machines(
                              start_new_session=True)
     try:
         deadline = time.monotonic() + 300
-        while not (lease_file.exists() and f'"pid": {first.pid}' in lease_file.read_text()):
+        # Its lease taken and its query started (batch 0 planned): an intruder starting while
+        # the first query creates the checkpoint's metadata is refused by Spark instead, which
+        # test_a_query_started_at_the_same_moment_is_a_checkpoint_error covers.
+        planned = lake / "_checkpoints" / "shared" / "offsets" / "0"
+        while not (lease_file.exists() and f'"pid": {first.pid}' in lease_file.read_text()
+                   and planned.exists()):
             assert first.poll() is None, first.communicate()
             assert time.monotonic() < deadline, "the first run never took its lease"
             time.sleep(0.5)
