@@ -154,7 +154,7 @@ def test_two_writers_on_one_checkpoint_from_two_machines(
         while not (lease_file.exists() and f'"pid": {first.pid}' in lease_file.read_text()
                    and planned.exists()):
             assert first.poll() is None, first.communicate()
-            assert time.monotonic() < deadline, "the first run never took its lease"
+            assert time.monotonic() < deadline, "the first run never took its lease and started"
             time.sleep(0.5)
         # Machine b sees the lease: refused before anything starts.
         monkeypatch.setenv("DELTASINK_FAULT", "lease_host=machine-b")
