@@ -200,7 +200,18 @@ class SparkConfig(BaseModel):
     model_config = _FROZEN
 
     master: str = DEFAULT_MASTER
+    remote: str | None = None
+    """A Spark Connect server (``sc://host:port``): run as its client, with no JVM here.
+    ``SPARK_REMOTE`` sets it too, as in PySpark; unset, a local classic session is used."""
     conf: Mapping[str, SecretStr] = Field(default_factory=dict)
+
+    @field_validator("remote")
+    @classmethod
+    def _connect_url(cls, value: str | None) -> str | None:
+        if value and not value.startswith("sc://"):
+            raise ValueError("spark.remote must be a Spark Connect URL such as "
+                             "sc://127.0.0.1:15002")
+        return value or None
 
     def spark_conf(self) -> dict[str, str]:
         """Return the extra Spark settings, with values revealed (they may hold secrets).

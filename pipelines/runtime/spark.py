@@ -1,7 +1,11 @@
 """The SparkSession: Delta, the Kafka connector and spark-avro, tuned for a small local machine.
 
 On Databricks the runtime already has Delta and Kafka; :func:`get_spark` then returns the
-cluster's session untouched.
+cluster's session untouched, classic or Spark Connect (serverless, standard access mode).
+
+With ``spark.remote`` (or ``SPARK_REMOTE``, as in PySpark) the session is a Spark Connect client:
+no JVM starts in this process, and every Spark, Delta and storage call goes to the server. This
+module and :func:`is_connect` are the only places that tell the two modes apart.
 
 Locally, the driver JVM's own output (Spark's package-resolution log, log4j) goes to
 :func:`jvm_log_path` instead of the terminal, so the CLI prints only deltasink's lines.
@@ -42,6 +46,42 @@ LOCAL_CONF: dict[str, str] = {
     # VACUUM lists files with this many tasks; the default (10000) takes a minute locally.
     "spark.sql.sources.parallelPartitionDiscovery.parallelism": "4",
 }
+
+
+#: Session settings deltasink relies on in both modes (runtime SQL settings, so a Spark Connect
+#: session may set them too): UTC dates, and the Kafka source's admin-based offset fetching.
+SESSION_CONF: dict[str, str] = {
+    "spark.sql.session.timeZone": "UTC",
+    "spark.sql.streaming.kafka.useDeprecatedOffsetFetching": "false",
+}
+
+
+def is_connect(spark: SparkSession) -> bool:
+    """Whether ``spark`` is a Spark Connect session (no JVM in this process)."""
+    return type(spark).__module__.startswith("pyspark.sql.connect")
+
+
+def remote_url(configured: str | None = None) -> str | None:
+    """The Spark Connect URL to use: ``spark.remote`` from the config, else ``SPARK_REMOTE``."""
+    return configured or os.environ.get("SPARK_REMOTE") or None
+
+
+def side_session(spark: SparkSession, remote: str | None = None) -> SparkSession:
+    """A session for the client's own work while a streaming query runs on ``spark``.
+
+    Classic: ``spark`` itself; each micro-batch already runs in a clone of it. Spark Connect:
+    the ``foreachBatch`` worker shares the server session it was started from, settings
+    included, so the client's own Delta commits (the lease, run metrics) use another session
+    and can never pick up a batch's txn or commit metadata. Without a URL to open one (a
+    Databricks notebook's session), ``spark`` itself.
+    """
+    url = remote_url(remote)
+    if not is_connect(spark) or not url:
+        return spark
+    side: SparkSession = SparkSession.builder.remote(url).create()
+    for key, value in SESSION_CONF.items():
+        side.conf.set(key, value)
+    return side
 
 
 def on_databricks() -> bool:
@@ -98,6 +138,7 @@ def get_spark(
     app_name: str = "deltasink",
     master: str = DEFAULT_MASTER,
     conf: Mapping[str, str] | None = None,
+    remote: str | None = None,
 ) -> SparkSession:
     """Return the SparkSession for this process, creating one if needed.
 
@@ -105,18 +146,24 @@ def get_spark(
         app_name: the Spark application name.
         master: the Spark master (``local[2]``, ``local-cluster[2,1,1024]``, ``spark://...``).
         conf: extra settings, applied last.
+        remote: a Spark Connect URL (``sc://host:port``); default ``SPARK_REMOTE``. Set, the
+            session is a Connect client and ``master`` is not used.
 
     Returns:
         A session with Delta and the Kafka source available.
 
     Raises:
-        EnvironmentSetupError: Java or the JVM jars are missing and cannot be fetched.
+        EnvironmentSetupError: Java or the JVM jars are missing and cannot be fetched, or the
+            Spark Connect server does not answer.
     """
     active = SparkSession.getActiveSession()
     if active is not None:
         return active
     if on_databricks():
         return SparkSession.builder.getOrCreate()
+    url = remote_url(remote)
+    if url:
+        return _connect(url, conf or {})
 
     from delta import configure_spark_with_delta_pip
 
@@ -135,6 +182,29 @@ def get_spark(
     return spark
 
 
+def _connect(url: str, conf: Mapping[str, str]) -> SparkSession:
+    """A Spark Connect session to ``url``, with deltasink's session settings and ``conf``.
+
+    Only runtime settings can be set on a Connect session: the server owns its static ones
+    (memory, packages, extensions), so a static key in ``conf`` fails here in one line.
+    """
+    try:
+        spark = SparkSession.builder.remote(url).getOrCreate()
+        for key, value in {**SESSION_CONF, **conf}.items():
+            spark.conf.set(key, value)
+    except Exception as exc:
+        first = (str(exc).strip().splitlines() or [type(exc).__name__])[0][:300]
+        raise EnvironmentSetupError(
+            f"the Spark Connect server at {redact_url(url)} did not accept the session "
+            f"({first}). Is it running? (`deltasink connect-server` starts one here)") from None
+    return spark
+
+
+def redact_url(url: str) -> str:
+    """A Spark Connect URL without its parameters (``;token=...`` is a secret)."""
+    return url.split(";", 1)[0].split("/;", 1)[0]
+
+
 def spark_for(config: PipelineConfig, app_name: str = "deltasink") -> SparkSession:
     """Return the session a pipeline runs on: its ``spark.master`` and ``spark.conf``.
 
@@ -145,4 +215,5 @@ def spark_for(config: PipelineConfig, app_name: str = "deltasink") -> SparkSessi
     Returns:
         The session (on Databricks, the runtime's own; the config's spark section is ignored).
     """
-    return get_spark(app_name, master=config.spark.master, conf=config.spark.spark_conf())
+    return get_spark(app_name, master=config.spark.master, conf=config.spark.spark_conf(),
+                     remote=config.spark.remote)
