@@ -53,3 +53,26 @@ class QualityError(DeltasinkError):
 
 class RegistryError(DeltasinkError):
     """The schema registry could not be reached, refused the credentials, or answered an error."""
+
+
+def raised_in_batch(text: str) -> DeltasinkError | None:
+    """The deltasink error a ``foreachBatch`` body raised, recovered from Spark's failure text.
+
+    The body runs in Spark's Python callback (classic) or in a worker beside the server (Spark
+    Connect); either way the client only sees the streaming failure's text, which carries the
+    body's traceback and so its last line, ``pipelines.errors.<Class>: <message>``.
+
+    Returns:
+        The error, re-created with its class and one-line message; None when the failure was
+        not one of ours.
+    """
+    import re
+
+    found = re.findall(r"pipelines\.errors\.([A-Za-z]+Error): ([^\n]*)", text)
+    if not found:
+        return None
+    name, message = found[-1]
+    kind = globals().get(name)
+    if not isinstance(kind, type) or not issubclass(kind, DeltasinkError):
+        return None
+    return kind(message.strip())

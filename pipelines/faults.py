@@ -1,12 +1,15 @@
 """A test-only fault hook: crash the process at a named point, as SIGKILL would.
 
-Set ``DELTASINK_FAULT=<point>[@<batch id>][,...]``. Points: ``before_quarantine_commit``,
+Set ``DELTASINK_FAULT=<point>[@<batch id>][,...]``. The micro-batch carries the spec it was
+started with (:func:`current_spec`, passed as ``spec``): under Spark Connect the batch runs in a
+worker beside the server, whose environment is not the client's, and a crash point there kills
+the worker (the batch's process), as a lost driver would. Points: ``before_quarantine_commit``,
 ``after_quarantine_commit``, ``before_target_commit``, ``after_target_commit`` (after the Delta
 commit, before Spark commits the checkpoint) and ``during_validation``; for ``deltasink quarantine
 redrive``, ``before_redrive_commit`` (before its target MERGE commits) and ``after_redrive_commit``
 (after it, before the quarantine rows are marked redriven); ``during_lease_renewal`` (the first
-renewal of the checkpoint lease empties the lease file, then the process dies, as a kill in the
-middle of the rewrite would leave it). Unset, it does nothing.
+renewal of the checkpoint lease kills the process before its update commits). Unset, it does
+nothing.
 
 Two settings simulate a second machine for the single-writer tests: ``lease_host=<name>`` (the
 host name this process's checkpoint lease carries) and ``skip_lease_acquire`` (a writer on a
@@ -42,31 +45,32 @@ def should_crash(point: str, batch_id: int | None, spec: str | None) -> bool:
     return False
 
 
-def armed(point: str) -> bool:
-    """Whether ``DELTASINK_FAULT`` names ``point`` (at any batch)."""
-    return should_crash(point, None, env.setting(FAULT_ENV))
+def current_spec() -> str | None:
+    """This process's ``DELTASINK_FAULT``, for a batch to carry to wherever it runs."""
+    return env.setting(FAULT_ENV)
 
 
-def maybe_crash(point: str, batch_id: int | None = None) -> None:
-    """Kill this process with SIGKILL if ``DELTASINK_FAULT`` names ``point``."""
-    if should_crash(point, batch_id, env.setting(FAULT_ENV)):
+def maybe_crash(point: str, batch_id: int | None = None, spec: str | None = None) -> None:
+    """Kill this process with SIGKILL if the spec (default ``DELTASINK_FAULT``) names ``point``."""
+    if should_crash(point, batch_id, spec if spec is not None else env.setting(FAULT_ENV)):
         sys.stderr.write(f"deltasink: injected fault at {point} (batch {batch_id})\n")
         sys.stderr.flush()
         os.kill(os.getpid(), signal.SIGKILL)
 
 
-def setting(name: str) -> str | None:
-    """The value of ``name=value`` in ``DELTASINK_FAULT`` ("1" for a bare ``name``), or None."""
-    for item in (env.setting(FAULT_ENV) or "").split(","):
+def setting(name: str, spec: str | None = None) -> str | None:
+    """The value of ``name=value`` in the spec (default ``DELTASINK_FAULT``; "1" for a bare
+    ``name``), or None."""
+    for item in (spec if spec is not None else env.setting(FAULT_ENV) or "").split(","):
         key, sep, value = item.strip().partition("=")
         if key == name:
             return value if sep else "1"
     return None
 
 
-def maybe_pause(batch_id: int, timeout: float = 300.0) -> None:
+def maybe_pause(batch_id: int, timeout: float = 300.0, spec: str | None = None) -> None:
     """Hold the batch while ``pause_in_batch=<folder>[@<batch>]`` names it and ``go`` is missing."""
-    folder, _, at = (setting("pause_in_batch") or "").partition("@")
+    folder, _, at = (setting("pause_in_batch", spec) or "").partition("@")
     if not folder or (at and int(at) != batch_id) or (Path(folder) / "go").exists():
         return
     (Path(folder) / f"ready-{batch_id}").write_text(str(os.getpid()))

@@ -1,23 +1,27 @@
-"""One writer per checkpoint, across processes and machines: a lease file inside the checkpoint.
+"""One writer per checkpoint, across processes and machines: a lease held in a small Delta table.
 
-``flock`` does not cross machines and may not work on FUSE mounts such as UC Volumes, so the
-single-writer guard is a file that Spark's own FileSystem API reads and writes
-(``<checkpoint>/_deltasink/lease``):
+``flock`` does not cross machines and may not work on FUSE mounts such as UC Volumes, and a Spark
+Connect client cannot reach the checkpoint's store at all except through Spark. So the guard is a
+one-row Delta table inside the checkpoint (``<checkpoint>/_deltasink/lease_table``), read and
+written with Delta SQL by whichever session runs: the client's, or the ``foreachBatch`` worker's.
+Delta's commit protocol makes every change of the row an atomic compare-and-set on every store
+Delta supports: two runs that change it from the same version cannot both commit (the loser's
+UPDATE fails with a concurrent-modification conflict).
 
-* **acquire:** create the lease with ``overwrite=False`` (atomic on HDFS, local disks and ADLS
-  Gen2), then read it back. A live lease of another run is refused: one held by a process of this
-  host that is still alive, or one whose file the store modified less than ``LEASE_TTL`` ago.
-* **renew:** a daemon thread rewrites the lease every ``RENEW_EVERY`` seconds.
-* **verify:** before every Delta commit the sink reads the lease again and stops, before
-  committing, if the lease is not its own. On a store where two writers could both believe they
-  created the lease, at most one of them finds its own token there when it commits.
-* **release:** the lease is deleted when the run ends; a crashed run's lease is taken over at
-  once on the same host (its pid is gone), or after ``LEASE_TTL`` from another machine.
-* **damaged:** a kill between a write's create and its close leaves the lease empty, half
-  written or out of step with its ``.crc``. A lease still unreadable after ``_read``'s retries
-  (longer than any write takes) has no live holder: a holder rewrites only a lease it can read
-  as its own, and ``verify`` stops it before any commit once it cannot. Such a lease is taken
-  over at once, like a dead pid's.
+* **acquire:** read the row. A live lease of another run is refused: one held by a process of
+  this host that is still alive, or one renewed less than ``LEASE_TTL`` ago by the Spark
+  server's clock (``current_timestamp()``, evaluated where the row is written). Otherwise an
+  UPDATE that matches only the token just read takes it; a conflict means another run took it
+  at the same moment. The row is read back before the run goes on.
+* **renew:** a daemon thread of the client updates ``renewed_at`` every ``RENEW_EVERY`` seconds,
+  while the token is still its own.
+* **verify:** before every Delta commit the sink reads the row again (in the worker, under Spark
+  Connect) and stops, before committing, if the token is not its own.
+* **release:** the token is cleared when the run ends; a crashed run's lease is taken over at once
+  on the same host (its pid is gone), or after ``LEASE_TTL`` from another machine.
+
+A commit is all or nothing, so no lease is ever left half written. The table keeps one hour of
+log (``delta.logRetentionDuration``): a renewal every 10 s does not grow it without bound.
 
 Local folders also keep the ``flock``: it is released by the kernel the moment a process dies.
 """
@@ -25,7 +29,6 @@ Local folders also keep the ``flock``: it is released by the kernel the moment a
 from __future__ import annotations
 
 import fcntl
-import json
 import os
 import socket
 import threading
@@ -44,138 +47,179 @@ from pyspark.sql.streaming.readwriter import DataStreamWriter
 from pipelines import faults
 from pipelines.checkpoint import is_local
 from pipelines.errors import CheckpointError
-from pipelines.runtime.hadoop import HadoopFS
 from pipelines.runtime.processes import pid_alive
 
-#: A lease not renewed for this long (by the store's clock) belongs to a run that is gone.
+#: A lease not renewed for this long (by the Spark server's clock) belongs to a run that is gone.
 LEASE_TTL = 60.0
 RENEW_EVERY = 10.0
-#: What ``Lease._read`` returns for a lease file that stays empty, cut short or corrupt.
-UNREADABLE: dict[str, Any] = {"unreadable": True}
+#: How often a racing acquire (table creation, the slot row) is tried before it gives up.
+_ATTEMPTS = 5
+_COLUMNS = ("slot INT, token STRING, pipeline STRING, host STRING, pid BIGINT, "
+            "renewed_at TIMESTAMP")
+_PROPERTIES = ("'delta.logRetentionDuration' = 'interval 1 hours', "
+               "'delta.checkpointInterval' = '10', "
+               "'delta.enableDeletionVectors' = 'false'")
 
 
-@dataclass
+def _quote(text: str) -> str:
+    """A SQL string literal."""
+    return "'" + text.replace("\\", "\\\\").replace("'", "\\'") + "'"
+
+
+def _conflict(exc: BaseException) -> bool:
+    text = f"{type(exc).__name__}: {exc}"
+    return "Concurrent" in text or "DELTA_CONCURRENT" in text or "already exists" in text \
+        or "TABLE_OR_VIEW_ALREADY_EXISTS" in text or "DELTA_TABLE_ALREADY_EXISTS" in text
+
+
+@dataclass(frozen=True)
+class Holder:
+    """The lease row as read: who holds it, and how long ago it was renewed."""
+
+    token: str | None
+    pipeline: str | None
+    host: str | None
+    pid: int
+    age_s: float
+
+
+@dataclass(frozen=True)
 class Lease:
-    """This run's claim on a checkpoint.
+    """This run's claim on a checkpoint. Holds no session: it is picklable, so the
+    ``foreachBatch`` worker of a Spark Connect server can verify it with its own session.
 
     Attributes:
-        spark: the session (its Hadoop configuration reaches the checkpoint's store).
         location: the checkpoint.
         pipeline: the pipeline name, for messages.
+        token: this run's token.
+        host: this process's host name.
+        pid: this process's id.
     """
 
-    spark: SparkSession
     location: str
     pipeline: str
     token: str = field(default_factory=lambda: uuid.uuid4().hex)
     host: str = field(default_factory=lambda: faults.setting("lease_host")
                       or socket.gethostname())
+    pid: int = field(default_factory=os.getpid)
 
     @property
-    def file(self) -> str:
-        """Where the lease lives."""
-        return f"{self.location.rstrip('/')}/_deltasink/lease"
+    def table(self) -> str:
+        """Where the lease lives (a Delta table's folder)."""
+        return f"{self.location.rstrip('/')}/_deltasink/lease_table"
 
-    def _read(self, attempts: int = 6) -> dict[str, Any] | None:
-        """The lease's content, None when there is no lease file, or ``UNREADABLE``.
+    @property
+    def _sql_name(self) -> str:
+        return "delta.`" + self.table.replace("`", "``") + "`"
 
-        A renewal rewrites the file in place, so a read may meet it empty, half written or
-        with a stale checksum: such a read is retried for 1.5 seconds (a write takes
-        milliseconds), never taken for "no lease". A lease still unreadable then was left
-        damaged by a killed writer, and ``UNREADABLE`` (no token, no holder) says so.
-        """
-        for attempt in range(attempts):
+    def _ensure(self, spark: SparkSession) -> None:
+        """Create the table and its one row unless they exist (safe to race)."""
+        for attempt in range(_ATTEMPTS):
             try:
-                text = HadoopFS(self.spark).read_text(self.file)
-                if text is None:
-                    return None
-                body = json.loads(text)
-                if isinstance(body, dict):
-                    return body
-            except Exception:  # ValueError, or a ChecksumException from the store
-                pass
-            if attempt < attempts - 1:
-                time.sleep(0.1 * (attempt + 1))
-        return UNREADABLE
+                spark.sql(f"CREATE TABLE IF NOT EXISTS {self._sql_name} ({_COLUMNS}) "
+                          f"USING delta TBLPROPERTIES ({_PROPERTIES})")
+                spark.sql(f"MERGE INTO {self._sql_name} t USING (SELECT 0 AS slot) s "
+                          "ON t.slot = s.slot WHEN NOT MATCHED THEN INSERT (slot) VALUES (0)"
+                          ).collect()
+                return
+            except Exception as exc:
+                if not _conflict(exc) or attempt == _ATTEMPTS - 1:
+                    raise
+                time.sleep(0.2 * (attempt + 1))
 
-    def _body(self) -> str:
-        return json.dumps({"token": self.token, "pipeline": self.pipeline, "host": self.host,
-                           "pid": os.getpid(), "renewed_at": time.time()})
+    def read(self, spark: SparkSession) -> Holder | None:
+        """The lease row, or None when there is no lease table yet."""
+        try:
+            rows = spark.sql(
+                "SELECT token, pipeline, host, pid, "
+                "unix_millis(current_timestamp()) - unix_millis(renewed_at) AS age_ms "
+                f"FROM {self._sql_name} WHERE slot = 0").collect()
+        except Exception as exc:
+            if "PATH_NOT_FOUND" in str(exc) or "DELTA_MISSING_DELTA_TABLE" in str(exc) \
+                    or "is not a Delta table" in str(exc) or "DELTA_TABLE_NOT_FOUND" in str(exc):
+                return None
+            raise
+        if not rows:
+            return None
+        row: Any = rows[0]
+        age = row["age_ms"]
+        return Holder(row["token"], row["pipeline"], row["host"], int(row["pid"] or 0),
+                      float(age) / 1000 if age is not None else float("inf"))
 
-    def _holder(self, body: dict[str, Any]) -> str:
-        age = time.time() * 1000 - (HadoopFS(self.spark).modified_ms(self.file) or 0)
-        return (f"host {body.get('host')}, pid {body.get('pid')}, lease renewed "
-                f"{max(0.0, age / 1000):.0f}s ago")
+    def _live(self, held: Holder) -> bool:
+        if held.host == self.host:
+            return pid_alive(held.pid)
+        return held.age_s < LEASE_TTL
 
-    def _live(self, body: dict[str, Any]) -> bool:
-        if body is UNREADABLE:
-            return False  # no holder can verify it: see "damaged" in the module's docstring
-        if body.get("host") == self.host:
-            return pid_alive(int(body.get("pid") or 0))
-        modified = HadoopFS(self.spark).modified_ms(self.file)
-        return modified is not None and time.time() * 1000 - modified < LEASE_TTL * 1000
+    @staticmethod
+    def _describe(held: Holder) -> str:
+        return (f"host {held.host}, pid {held.pid}, lease renewed "
+                f"{max(0.0, held.age_s):.0f}s ago")
 
-    def acquire(self) -> None:
+    def acquire(self, spark: SparkSession) -> None:
         """Take the lease, or refuse because another run holds it.
 
         Raises:
-            CheckpointError: another live run holds the lease.
+            CheckpointError: another live run holds the lease, or took it at the same moment.
         """
         if faults.setting("skip_lease_acquire"):
             return  # test hook: a writer on a store where it cannot see the other's lease
-        fs = HadoopFS(self.spark)
-        held = self._read()
-        if held is not None and held.get("token") != self.token:
-            if self._live(held):
-                raise CheckpointError(
-                    f"pipeline {self.pipeline} is already running on checkpoint "
-                    f"{self.location} ({self._holder(held)}); wait for it to finish. A run that "
-                    f"died elsewhere releases it {LEASE_TTL:.0f}s after its last renewal.")
-            fs.delete(self.file)
-        if not fs.write_text(self.file, self._body(), overwrite=False) or \
-                (self._read() or {}).get("token") != self.token:
+        self._ensure(spark)
+        held = self.read(spark)
+        seen = held.token if held is not None else None
+        if held is not None and seen and seen != self.token and self._live(held):
+            raise CheckpointError(
+                f"pipeline {self.pipeline} is already running on checkpoint "
+                f"{self.location} ({self._describe(held)}); wait for it to finish. A run that "
+                f"died elsewhere releases it {LEASE_TTL:.0f}s after its last renewal.")
+        matches = "token IS NULL" if seen is None else f"token = {_quote(seen)}"
+        try:
+            spark.sql(f"UPDATE {self._sql_name} SET token = {_quote(self.token)}, "
+                      f"pipeline = {_quote(self.pipeline)}, host = {_quote(self.host)}, "
+                      f"pid = {self.pid}, renewed_at = current_timestamp() "
+                      f"WHERE slot = 0 AND {matches}").collect()
+        except Exception as exc:
+            if not _conflict(exc):
+                raise
+        now = self.read(spark)
+        if now is None or now.token != self.token:
             raise CheckpointError(
                 f"pipeline {self.pipeline}: another run took checkpoint {self.location} at "
                 "the same moment; wait for it to finish.")
 
-    def renew(self) -> None:
-        """Rewrite the lease if it is still ours (called by the renewal thread)."""
-        if (self._read() or {}).get("token") == self.token:
-            if faults.armed("during_lease_renewal"):
-                # the state a kill between the rewrite's create and its close leaves
-                HadoopFS(self.spark).write_text(self.file, "", overwrite=True)
-                faults.maybe_crash("during_lease_renewal")
-            HadoopFS(self.spark).write_text(self.file, self._body(), overwrite=True)
+    def renew(self, spark: SparkSession) -> None:
+        """Refresh ``renewed_at`` if the lease is still ours (called by the renewal thread)."""
+        faults.maybe_crash("during_lease_renewal")
+        spark.sql(f"UPDATE {self._sql_name} SET renewed_at = current_timestamp() "
+                  f"WHERE slot = 0 AND token = {_quote(self.token)}").collect()
 
-    def verify(self, batch_id: int) -> None:
+    def verify(self, spark: SparkSession, batch_id: int) -> None:
         """Stop before committing ``batch_id`` unless the lease is still this run's.
 
-        An unreadable lease is not this run's: another run may take it over at any moment.
+        Args:
+            spark: any session that reaches the checkpoint (the batch's, in a worker).
+            batch_id: the batch (or txn version) about to commit, for the message.
 
         Raises:
             CheckpointError: another run holds the lease (or it is gone).
         """
-        held = self._read()
-        if held is not None and held.get("token") == self.token:
+        if faults.setting("skip_lease_acquire"):
             return
-        if held is UNREADABLE:
-            why = (f"its lease file {self.file} is unreadable, so another run may take the "
-                   "checkpoint over")
-        else:
-            who = self._holder(held) if held else "no lease is held"
-            why = f"another run is writing with checkpoint {self.location} ({who})"
+        held = self.read(spark)
+        if held is not None and held.token == self.token:
+            return
+        who = self._describe(held) if held is not None and held.token else "no lease is held"
         raise CheckpointError(
-            f"pipeline {self.pipeline}: {why}; this run stopped before committing batch "
-            f"{batch_id}, so nothing of that batch was committed by it. Run one writer per "
-            "checkpoint.")
+            f"pipeline {self.pipeline}: another run is writing with checkpoint "
+            f"{self.location} ({who}); this run stopped before committing batch {batch_id}, "
+            "so nothing of that batch was committed by it. Run one writer per checkpoint.")
 
     def start(self, writer: DataStreamWriter) -> StreamingQuery:
         """Start ``writer``'s streaming query on the checkpoint this lease holds.
 
-        A writer that could not see the lease (a store without atomic create) and starts at the
-        same moment races this query for the checkpoint's ``metadata`` file, and Spark refuses
-        the loser. That is a second writer like any other: a ``CheckpointError``, not a stack
-        trace.
+        A writer that could not see the lease and starts at the same moment races this query
+        for the checkpoint's ``metadata`` file, and Spark refuses the loser. That is a second
+        writer like any other: a ``CheckpointError``, not a stack trace.
 
         Raises:
             CheckpointError: another query started on the checkpoint at the same moment.
@@ -191,10 +235,10 @@ class Lease:
                 f"{self.location} at the same moment, and Spark refused this one before it read "
                 "anything. Run one writer per checkpoint.") from None
 
-    def release(self) -> None:
-        """Delete the lease if it is still ours."""
-        if (self._read() or {}).get("token") == self.token:
-            HadoopFS(self.spark).delete(self.file)
+    def release(self, spark: SparkSession) -> None:
+        """Clear the token if it is still ours."""
+        spark.sql(f"UPDATE {self._sql_name} SET token = NULL, renewed_at = NULL "
+                  f"WHERE slot = 0 AND token = {_quote(self.token)}").collect()
 
 
 @contextmanager
@@ -225,14 +269,14 @@ def single_writer(spark: SparkSession, location: str, pipeline: str) -> Iterator
         CheckpointError: another run holds the checkpoint.
     """
     with _local_lock(location, pipeline):
-        lease = Lease(spark, location, pipeline)
-        lease.acquire()
+        lease = Lease(location, pipeline)
+        lease.acquire(spark)
         stop = threading.Event()
 
         def renew() -> None:
             while not stop.wait(RENEW_EVERY):
                 try:
-                    lease.renew()
+                    lease.renew(spark)
                 except Exception:  # a store hiccup: the next renewal or verify() decides
                     continue
 
@@ -244,6 +288,6 @@ def single_writer(spark: SparkSession, location: str, pipeline: str) -> Iterator
             stop.set()
             thread.join(RENEW_EVERY)
             try:
-                lease.release()
+                lease.release(spark)
             except Exception:  # the lease then expires by itself
                 pass

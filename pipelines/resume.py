@@ -125,7 +125,7 @@ def recover(spark: SparkSession, config: PipelineConfig, lease: Lease,
     duplicates nothing); the old checkpoint is kept next to the new one for inspection.
     """
     moved = checkpoint.retire(spark, config.checkpoint)
-    lease.acquire()  # the lease moved with the folder: take it again in the fresh one
+    lease.acquire(spark)  # the lease moved with the folder: take it again in the fresh one
     say(f"checkpoint does not match the target: {reason}. Moved it aside to {moved}; resuming "
         "from the offsets the target records, under a new query id (nothing is lost or "
         "written twice).")

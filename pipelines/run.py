@@ -8,10 +8,11 @@ import uuid
 from collections.abc import Callable
 
 from pyspark.errors import StreamingQueryException
-from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import SparkSession
 from pyspark.sql.streaming.query import StreamingQuery
 
 from pipelines import checkpoint, preflight
+from pipelines.batches import BatchFeed
 from pipelines.config.model import PipelineConfig
 from pipelines.config.units import parse_duration
 from pipelines.errors import (
@@ -19,6 +20,7 @@ from pipelines.errors import (
     CheckpointMismatchError,
     DeltasinkError,
     SourceError,
+    raised_in_batch,
 )
 from pipelines.kafka import topics
 from pipelines.kafka.retention import check_retention
@@ -27,6 +29,7 @@ from pipelines.lag import harvester
 from pipelines.lease import Lease, single_writer
 from pipelines.resume import Resume, agree, recover
 from pipelines.runtime.phases import Phases
+from pipelines.runtime.spark import side_session
 from pipelines.sink.avro import writer_schemas
 from pipelines.sink.batch import BatchSink
 from pipelines.sink.metrics import BatchMetrics, RunResult
@@ -82,12 +85,13 @@ def run_pipeline(spark: SparkSession, config: PipelineConfig, *, trigger: str = 
     with clock.phase("tables"):
         ensure_sink_tables(spark, config, schema)
     batches: list[BatchMetrics] = []
+    client = side_session(spark, config.spark.remote)  # never the stream's, under Connect
     recorder = None
     harvest: Harvest | None = None
     if config.quality.enabled:  # per batch, so crashed and unvalidated runs are counted too
         from quality.recorder import MetricsRecorder
 
-        recorder = MetricsRecorder(spark, config, say)  # never fails a committed batch
+        recorder = MetricsRecorder(client, config, say)  # never fails a committed batch
         harvest = harvester(recorder.flush, say)
     cadence = None
     if validate and config.quality.enabled and trigger == "continuous":
@@ -104,14 +108,15 @@ def run_pipeline(spark: SparkSession, config: PipelineConfig, *, trigger: str = 
             cadence(metrics)  # after the commit; may raise QualityError (on_failure: stop)
 
     say(f"run {run_id}: {config.describe}")
-    with single_writer(spark, config.checkpoint, config.name) as lease:
+    feed = BatchFeed(client, config, run_id, on_batch)
+    with single_writer(client, config.checkpoint, config.name) as lease:
         with clock.phase("resume"):
             resume = agree(spark, config, partitions, lease, say, now=source.identity)
             check_retention(spark, config, resume.offsets, say, partitions)
             if recorder is not None:
                 recorder.backfill()  # rows of batches committed without one (crash, failure)
         with clock.phase("stream"):
-            _stream(spark, config, run_id, trigger, interval, partitions, on_batch, say,
+            _stream(spark, config, run_id, trigger, interval, partitions, feed, say,
                     resume, lease, harvest)
     result = RunResult(config.name, run_id, tuple(batches))
     say(f"run {run_id} done: {len(batches)} batches, in={result.records_in} "
@@ -128,10 +133,9 @@ def run_pipeline(spark: SparkSession, config: PipelineConfig, *, trigger: str = 
 
 def _stream(spark: SparkSession, config: PipelineConfig, run_id: str, trigger: str,
             interval: str, partitions: dict[str, list[int]],
-            on_batch: Callable[[BatchMetrics], None], say: Progress,
+            feed: BatchFeed, say: Progress,
             resume: Resume, lease: Lease, harvest: Harvest | None = None) -> None:
     outage: dict[str, float] = {}  # 'since': when the broker stopped answering
-    failures: list[DeltasinkError] = []
     recoveries = 0
     while True:
         start: str = config.source.starting_offsets
@@ -139,40 +143,33 @@ def _stream(spark: SparkSession, config: PipelineConfig, run_id: str, trigger: s
             start = starting_offsets(resume.offsets, partitions, start)
             if resume.offsets:
                 say("no checkpoint state: resuming from the offsets recorded in the target table")
+        location = config.checkpoint
         sink = BatchSink(config, config.event_schema(), run_id,
-                         lambda s: checkpoint.query_id(s, config.checkpoint),
-                         lambda s, b: checkpoint.planned_offsets(s, config.checkpoint, b),
-                         guard=lease.verify, on_batch=on_batch, say=say,
-                         source=resume.metadata)
-
-        def guarded(batch: DataFrame, batch_id: int, sink: BatchSink = sink) -> None:
-            try:
-                sink(batch, batch_id)
-            except DeltasinkError as exc:
-                failures.append(exc)  # keep the typed error; Spark only passes on its text
-                raise
-
+                         lambda s: checkpoint.query_id(s, location),
+                         lambda s, b: checkpoint.planned_offsets(s, location, b),
+                         guard=lease.verify, source=resume.metadata)
         writer = (read_stream(spark, config, start).writeStream
                   .queryName(f"deltasink-{config.name}-{run_id}")
-                  .foreachBatch(guarded).option("checkpointLocation", config.checkpoint))
+                  .foreachBatch(sink).option("checkpointLocation", config.checkpoint))
         if trigger == "available-now":
             writer = writer.trigger(availableNow=True)
         else:
             writer = writer.trigger(processingTime=f"{parse_duration(interval)} seconds")
         query = lease.start(writer)  # a racing second writer is a CheckpointError
         try:
-            _watch(spark, query, config, outage, harvest)
+            _watch(spark, query, config, outage, feed, harvest)
             return
         except StreamingQueryException as exc:
-            if failures and isinstance(failures[-1], CheckpointMismatchError) and recoveries < 2:
+            failure = raised_in_batch(str(exc))  # the batch's own typed error, from its text
+            if isinstance(failure, CheckpointMismatchError) and recoveries < 2:
                 recoveries += 1
-                recover(spark, config, lease, say, str(failures.pop()))
+                recover(spark, config, lease, say, str(failure))
                 resume = resume.refresh(spark, config)
                 partitions = topics.list_partitions(spark, config.source,
                                                     config.source.broker_timeout)
                 continue
-            if failures:
-                raise failures[-1] from None
+            if failure is not None:
+                raise failure from None
             text = str(exc)
             if not any(marker in text for marker in _TRANSIENT):
                 raise explain(exc) from None
@@ -192,13 +189,29 @@ def _stream(spark: SparkSession, config: PipelineConfig, run_id: str, trigger: s
             say("interrupted: stopping after the current batch")
             query.stop()
             return
+        except DeltasinkError:
+            query.stop()  # the client's own verdict (a cadence validation): stop the stream too
+            raise
         finally:
+            _report(feed, query, say)  # every batch that finished, failed run or not
             if harvest is not None:
                 harvest(query, final=True)  # the rows (and lags) of the batches since the last
 
 
+def _report(feed: BatchFeed, query: StreamingQuery, say: Progress) -> None:
+    """Report the query's finished batches; a failed read warns, never fails the run."""
+    try:
+        feed.poll(query)
+    except DeltasinkError:
+        raise  # a cadence validation's verdict (quality.on_failure: stop)
+    except Exception as exc:  # reporting must not turn a good run into a failed one
+        first = (str(exc).strip().splitlines() or [type(exc).__name__])[0][:300]
+        say(f"warning: could not read the finished batches from the target's history ({first})")
+
+
 def _watch(spark: SparkSession, query: StreamingQuery, config: PipelineConfig,
-           outage: dict[str, float], harvest: Harvest | None = None, every: int = 5) -> None:
+           outage: dict[str, float], feed: BatchFeed, harvest: Harvest | None = None,
+           every: int = 5) -> None:
     """Wait for the query to end, probing the broker every ``every`` s: Spark's source may hang.
 
     A paused or unreachable broker can leave a batch waiting inside Kafka client calls for
@@ -211,6 +224,7 @@ def _watch(spark: SparkSession, query: StreamingQuery, config: PipelineConfig,
     timeout = config.source.broker_timeout
     harvested = time.monotonic()
     while not query.awaitTermination(every):
+        _report(feed, query, lambda _line: None)  # a failure here is said at the query's end
         if harvest is not None and time.monotonic() - harvested >= _HARVEST_EVERY:
             harvest(query)  # a long-running query records its batches' rows as it goes
             harvested = time.monotonic()

@@ -35,7 +35,7 @@ WINDOW = 20
 
 
 def committed_batches(spark: SparkSession, ref: TableRef, pipeline: str,
-                      limit: int) -> list[BatchMetrics]:
+                      limit: int, run_id: str | None = None) -> list[BatchMetrics]:
     """The metrics of ``pipeline``'s batches committed in the newest ``limit`` versions of ``ref``.
 
     Commits without counts in their metadata (written before the counts were added) or without
@@ -46,6 +46,7 @@ def committed_batches(spark: SparkSession, ref: TableRef, pipeline: str,
         ref: the target table.
         pipeline: the pipeline whose commits to read.
         limit: how many of the newest versions to read.
+        run_id: only the commits of this run (all runs' when None).
 
     Returns:
         One ``BatchMetrics`` per commit, oldest first.
@@ -59,12 +60,14 @@ def committed_batches(spark: SparkSession, ref: TableRef, pipeline: str,
     for row in rows:
         body = parse_commit_metadata(row["userMetadata"])
         metrics = row["operationMetrics"] or {}
-        if body is None or not rebuildable(body, metrics, pipeline):
+        if body is None or not rebuildable(body, metrics, pipeline) or \
+                (run_id is not None and body.get("run_id") != run_id):
             continue
         out.append(BatchMetrics.from_commit(
             pipeline, int(body["batch_id"]), str(body["run_id"]), body[BATCH_KEY],
             version=int(row["version"]), inserted=int(metrics["numTargetRowsInserted"]),
-            committed_at=float(row["at"])))
+            committed_at=float(row["at"]),
+            updated=int(metrics.get("numTargetRowsUpdated") or 0)))
     return out
 
 

@@ -222,7 +222,8 @@ def redrive(spark: SparkSession, config: PipelineConfig, *, reason: str | None =
         try:
             for line in plan.lines():
                 say(line)
-            result = commit_redrive(spark, config, plan, guard=lease.verify, say=say)
+            result = commit_redrive(spark, config, plan,
+                                    guard=lambda txn: lease.verify(spark, txn), say=say)
         finally:
             plan.release()
     say(f"redrive done: redriven={result.redriven} inserted={result.inserted} "

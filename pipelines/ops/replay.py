@@ -18,11 +18,12 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 
 from pyspark.errors import StreamingQueryException
-from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import SparkSession
 
 from pipelines import checkpoint
+from pipelines.batches import BatchFeed
 from pipelines.config.model import PipelineConfig
-from pipelines.errors import ConfigError, DeltasinkError
+from pipelines.errors import ConfigError, DeltasinkError, raised_in_batch
 from pipelines.kafka import admin, topics
 from pipelines.kafka.source import read_stream
 from pipelines.runtime.hadoop import HadoopFS
@@ -120,30 +121,25 @@ def replay(spark: SparkSession, config: PipelineConfig, from_timestamp: str, *,
         location = f"{config.checkpoint.rstrip('/')}.replay-{replay_id}"
         sink = BatchSink(config, config.event_schema(), f"replay-{replay_id}",
                          lambda _s: replay_id,
-                         lambda s, b: checkpoint.planned_offsets(s, location, b),
-                         on_batch=batches.append, replay=True, say=say)
-        failures: list[DeltasinkError] = []
-
-        def guarded(batch: DataFrame, batch_id: int) -> None:
-            try:
-                sink(batch, batch_id)
-            except DeltasinkError as exc:
-                failures.append(exc)
-                raise
-
+                         lambda s, b: checkpoint.planned_offsets(s, location, b), replay=True)
+        feed = BatchFeed(spark, config, f"replay-{replay_id}", batches.append,
+                         query_id=replay_id)
         spec = json.dumps({t: {str(p): o for p, o in ps.items()} for t, ps in start.items()})
         query = (read_stream(spark, reading, spec).writeStream
                  .queryName(f"deltasink-replay-{config.name}-{replay_id}")
-                 .foreachBatch(guarded).option("checkpointLocation", location)
+                 .foreachBatch(sink).option("checkpointLocation", location)
                  .trigger(availableNow=True).start())
         try:
             query.awaitTermination()
         except StreamingQueryException as exc:
-            if failures:
-                raise failures[-1] from None
+            failure = raised_in_batch(str(exc))
+            if failure is not None:
+                raise failure from None
             first = (str(exc).strip().splitlines() or [""])[0][:300]
             raise DeltasinkError(f"replay {replay_id} failed ({first}); what it committed is "
                                  "consistent, run the same replay again to finish.") from None
+        finally:
+            feed.poll(query)
         HadoopFS(spark).delete(location, recursive=True)
     result = ReplayResult(replay_id, start, end, tuple(batches))
     say(f"replay {replay_id} done: read={result.records_read} inserted={result.inserted} "

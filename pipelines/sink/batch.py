@@ -5,6 +5,12 @@ and carries the batch's end offsets, so the target's log is the record of where 
 Both are insert-only MERGEs keyed on data (Kafka coordinates, event key) *and* txn-guarded on
 (app id, batch id): a replay is skipped by the txn, and even under a new app id (checkpoint lost)
 the MERGE keys keep it from writing anything twice.
+
+The body is self-contained: under Spark Connect, ``foreachBatch`` runs it in a Python worker
+beside the server, not in the client. So it holds no session and no client state: it is pickled
+with its config, the checkpoint lease (verified with the batch's own session) and the fault spec
+it was started with, and everything the run reports about it comes from what it committed (its
+target commit's userMetadata, ``pipelines/sink/commit.py``).
 """
 
 from __future__ import annotations
@@ -65,13 +71,17 @@ class BatchSink:
         query_id: returns the streaming query id (read from the checkpoint).
         planned: returns the end offsets Spark planned for a batch id (its checkpoint entry):
             what the commit records, and what a skipped batch is compared with.
-        guard: called with the batch id before each commit; raises if this run may not commit
-            (another writer holds the checkpoint's lease).
-        on_batch: called with each batch's metrics (progress output, metric collection).
+        guard: called with the batch's session and id before each commit; raises if this run
+            may not commit (another writer holds the checkpoint's lease: ``Lease.verify``).
+        on_batch: called with each batch's metrics where the batch runs (an embedding hook:
+            under Spark Connect that is the server's worker, so ``deltasink run`` reports each
+            batch from its commit instead, ``pipelines/batches.py``).
         replay: a ``deltasink replay`` run: its own txn app id, commits marked as replays.
         say: prints one progress line (a batch re-run after a lost executor).
         source: the Kafka cluster id and topic ids the offsets refer to, recorded with each
             target commit (``pipelines.resume.Resume.metadata``).
+        fault_spec: the test-only fault spec of the process that started the query
+            (``pipelines/faults.py``), carried to wherever the batch runs.
     """
 
     config: PipelineConfig
@@ -79,11 +89,13 @@ class BatchSink:
     run_id: str
     query_id: Callable[[SparkSession], str]
     planned: Callable[[SparkSession, int], dict[str, dict[int, int]] | None]
-    guard: Callable[[int], None] = lambda _b: None
+    guard: Callable[[SparkSession, int], None] = lambda _s, _b: None
     on_batch: Callable[[BatchMetrics], None] = lambda _m: None
     replay: bool = False
     say: Callable[[str], None] = lambda _l: None
     source: Mapping[str, Any] = field(default_factory=dict)
+    fault_spec: str | None = field(default_factory=faults.current_spec)
+    _query: str | None = field(default=None, init=False, repr=False)
 
     def __call__(self, batch: DataFrame, batch_id: int) -> None:
         """Process one micro-batch (Spark calls this; replays arrive with the same batch id).
@@ -98,7 +110,9 @@ class BatchSink:
         spark = batch.sparkSession
         start, started_at = time.monotonic(), datetime.now(UTC)
         stages: dict[str, float] = {}
-        query_id = self.query_id(spark)  # a read of the checkpoint's metadata: once a batch
+        if self._query is None:  # a read of the checkpoint's metadata: once per query
+            self._query = self.query_id(spark)
+        query_id = self._query
         app_id = (replay_app_id if self.replay else app_id_for)(self.config.name, query_id)
         planned = self.planned(spark, batch_id)
         if planned is None:
@@ -110,13 +124,13 @@ class BatchSink:
             records_in, quarantined = prepared.records_in, prepared.quarantined
             unique, values = prepared.unique, prepared.values
             stages["read_parse"] = time.monotonic() - start
-            faults.maybe_pause(batch_id)
+            faults.maybe_pause(batch_id, spec=self.fault_spec)
 
             mark = time.monotonic()
             if prepared.bad_offsets is not None:  # no bad record: no quarantine MERGE, no commit
                 self._merge_quarantine(spark, prepared.rows, batch_id, app_id,
                                        *prepared.bad_offsets)
-            faults.maybe_crash("after_quarantine_commit", batch_id)
+            faults.maybe_crash("after_quarantine_commit", batch_id, self.fault_spec)
             stages["quarantine"] = time.monotonic() - mark
 
             deduped = prepared.events(self.schema, self.config)
@@ -127,7 +141,7 @@ class BatchSink:
                 duplicates_in_batch=records_in - quarantined - unique, unique=unique,
                 started_at=started_at, stage_seconds=stages,
                 event_dates=sorted(d for d in values.get("event_date", []) if d),
-                **prepared.counts)
+                **fresh.as_counts(), **prepared.counts)
             outcome = self._merge_target(spark, deduped, batch_id, app_id, values, planned,
                                          counts)
             stages["merge_commit"] = time.monotonic() - mark
@@ -136,7 +150,7 @@ class BatchSink:
             other_date = self._other_date_copies(
                 spark, deduped, values, unique - outcome.inserted if outcome.committed else 0,
                 stages)
-            faults.maybe_crash("after_target_commit", batch_id)
+            faults.maybe_crash("after_target_commit", batch_id, self.fault_spec)
         finally:
             release(prepared.rows if prepared is not None else None)
 
@@ -166,8 +180,8 @@ class BatchSink:
         rows = quarantine_rows(prepared, self.config.name, batch_id)
 
         def attempt() -> MergeOutcome:
-            self.guard(batch_id)
-            faults.maybe_crash("before_quarantine_commit", batch_id)
+            self.guard(spark, batch_id)
+            faults.maybe_crash("before_quarantine_commit", batch_id, self.fault_spec)
             with txn(spark, app_id, batch_id, None), merge_settings(spark):
                 return insert_only_merge(
                     ref.delta(spark), rows, QUARANTINE_KEY,
@@ -187,9 +201,9 @@ class BatchSink:
         metadata = mark_replay(metadata) if self.replay else metadata
 
         def before_commit() -> None:
-            self.guard(batch_id)
+            self.guard(spark, batch_id)
             check_not_restored(spark, self.config.target.ref, app_id, batch_id)
-            faults.maybe_crash("before_target_commit", batch_id)
+            faults.maybe_crash("before_target_commit", batch_id, self.fault_spec)
 
         return merge_into_target(spark, self.config, deduped, values, app_id, batch_id,
                                  metadata, before_commit)

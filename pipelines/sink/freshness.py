@@ -29,6 +29,19 @@ class Freshness:
     latency_p50_s: float | None = None
     latency_p99_s: float | None = None
 
+    def as_counts(self) -> dict[str, str | float]:
+        """The known fields as JSON values for the commit's counts (times as ISO text), so a
+        batch's metrics rebuilt from its commit keep its freshness."""
+        out: dict[str, str | float] = {}
+        for name in ("newest_event_time", "newest_kafka_timestamp"):
+            when = getattr(self, name)
+            if when is not None:
+                out[name] = when.isoformat()
+        for name in ("latency_p50_s", "latency_p99_s"):
+            if getattr(self, name) is not None:
+                out[name] = float(getattr(self, name))
+        return out
+
 
 def observe(rows: DataFrame, time_field: str, only: Column | None = None
             ) -> tuple[DataFrame, Observation]:

@@ -76,7 +76,8 @@ class BatchMetrics:
 
     @classmethod
     def from_commit(cls, pipeline: str, batch_id: int, run_id: str, counts: Mapping[str, Any],
-                    *, version: int, inserted: int, committed_at: float) -> BatchMetrics:
+                    *, version: int, inserted: int, committed_at: float,
+                    updated: int = 0) -> BatchMetrics:
         """Rebuild a committed batch's metrics from its target commit (used by the backfill).
 
         Args:
@@ -87,6 +88,7 @@ class BatchMetrics:
                 are not fields are ignored, missing optional fields take their defaults.
             version: the commit's table version.
             inserted: ``operationMetrics.numTargetRowsInserted`` of the commit.
+            updated: ``operationMetrics.numTargetRowsUpdated`` (upsert mode).
             committed_at: the commit's timestamp, in epoch seconds.
         """
         names = {f.name for f in fields(cls)}
@@ -96,8 +98,14 @@ class BatchMetrics:
         known["event_dates"] = tuple(date.fromisoformat(d) for d in counts.get("event_dates", ()))
         known["stage_seconds"] = {str(k): float(v)
                                   for k, v in dict(counts.get("stage_seconds", {})).items()}
+        ended = datetime.fromtimestamp(committed_at, started.tzinfo)
+        for name, age in (("newest_event_time", "freshness_event_s"),
+                          ("newest_kafka_timestamp", "freshness_kafka_s")):
+            if known.get(name) is not None:
+                known[name] = datetime.fromisoformat(str(known[name]))
+                known[age] = max(0.0, (ended - known[name]).total_seconds())
         return cls(pipeline=pipeline, run_id=run_id, batch_id=batch_id, inserted=inserted,
-                   duplicates_by_merge=int(counts["unique"]) - inserted,
+                   updated=updated, duplicates_by_merge=int(counts["unique"]) - inserted - updated,
                    duration_s=max(0.0, committed_at - started.timestamp()), replayed=False,
                    target_version=version, **known)
 

@@ -1,4 +1,4 @@
-"""The single-writer guard across machines: the checkpoint lease, through Hadoop's FileSystem.
+"""The single-writer guard across machines: the checkpoint lease, a one-row Delta table.
 
 A second machine is simulated with the fault hook ``lease_host=<name>`` (the lease's host) and
 a ``file:`` URI checkpoint, which the local ``flock`` does not guard: only the lease does.
@@ -6,10 +6,9 @@ a ``file:`` URI checkpoint, which the local ``flock`` does not guard: only the l
 
 from __future__ import annotations
 
-import json
-import os
 import signal
 import subprocess
+import threading
 import time
 import uuid
 from pathlib import Path
@@ -23,88 +22,104 @@ from pipelines.kafka.broker import EmbeddedBroker
 from pipelines.kafka.produce import produce_events
 from pipelines.lease import LEASE_TTL, Lease
 from pipelines.run import run_pipeline
-from pipelines.runtime.hadoop import HadoopFS
 from tests.support import runner
 from tests.support.checker import check
 from tests.support.configs import write_config
 
 
-def plant(location: Path, host: str, pid: int, age: float) -> Path:
-    """Write another run's lease, last renewed ``age`` seconds ago."""
-    file = location / "_deltasink" / "lease"
-    file.parent.mkdir(parents=True, exist_ok=True)
-    file.write_text(json.dumps({"token": "other", "pipeline": "p", "host": host, "pid": pid}))
-    stamp = time.time() - age
-    os.utime(file, (stamp, stamp))
-    return file
+def plant(spark: SparkSession, location: str, host: str, pid: int, age: float) -> Lease:
+    """Make another run hold the lease, last renewed ``age`` seconds ago."""
+    other = Lease(location, "p", token=f"other-{uuid.uuid4().hex[:6]}", host=host, pid=pid)
+    held = Lease(location, "p").read(spark)
+    if held is not None and held.token:  # hand it over, as an expiry would
+        spark.sql(f"UPDATE delta.`{other.table}` SET token = NULL")
+    other.acquire(spark)
+    spark.sql(f"UPDATE delta.`{other.table}` SET renewed_at = "
+              f"current_timestamp() - make_interval(0, 0, 0, 0, 0, 0, {age})")
+    return other
 
 
 def test_a_live_lease_of_another_machine_is_refused_and_an_expired_one_taken(
         spark: SparkSession, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    location = f"file://{tmp_path / 'ckpt'}"
+    plant(spark, location, "machine-a", 12345, age=5)
     monkeypatch.setenv("DELTASINK_FAULT", "lease_host=machine-b")
-    location = tmp_path / "ckpt"
-    plant(location, "machine-a", 12345, age=5)
-    with pytest.raises(CheckpointError, match=r"already running.*host machine-a"):
-        Lease(spark, f"file://{location}", "p").acquire()
-    plant(location, "machine-a", 12345, age=LEASE_TTL + 5)
-    lease = Lease(spark, f"file://{location}", "p")
-    lease.acquire()  # expired: the run that held it is gone
-    lease.verify(0)
-    assert json.loads((location / "_deltasink" / "lease").read_text())["host"] == "machine-b"
-    lease.release()
-    assert not (location / "_deltasink" / "lease").exists()
+    with pytest.raises(CheckpointError, match=r"already running.*host machine-a, pid 12345"):
+        Lease(location, "p").acquire(spark)
+    plant(spark, location, "machine-a", 12345, age=LEASE_TTL + 5)
+    lease = Lease(location, "p")
+    lease.acquire(spark)  # expired: the run that held it is gone
+    lease.verify(spark, 0)
+    held = lease.read(spark)
+    assert held is not None and held.host == "machine-b" and held.token == lease.token
+    lease.release(spark)
+    released = lease.read(spark)
+    assert released is not None and released.token is None
 
 
 def test_a_dead_process_on_this_host_releases_its_lease_at_once(
         spark: SparkSession, tmp_path: Path) -> None:
-    location = tmp_path / "ckpt"
+    location = str(tmp_path / "ckpt")
     proc = subprocess.Popen(["true"])
     proc.wait()  # a pid that has exited (a run killed with SIGKILL)
-    plant(location, Lease(spark, str(location), "p").host, proc.pid, age=1)
-    lease = Lease(spark, str(location), "p")
-    lease.acquire()
-    lease.verify(0)
+    plant(spark, location, Lease(location, "p").host, proc.pid, age=1)
+    lease = Lease(location, "p")
+    lease.acquire(spark)
+    lease.verify(spark, 0)
 
 
-def damage(spark: SparkSession, location: Path, how: str) -> Path:
-    """Leave another machine's fresh lease as a kill in the middle of its write would."""
-    file = location / "_deltasink" / "lease"
-    body = json.dumps({"token": "other", "pipeline": "p", "host": "machine-a", "pid": 1})
-    assert HadoopFS(spark).write_text(f"file://{file}", body, overwrite=True)  # with its .crc
-    if how == "empty":
-        file.write_text("")
-    elif how == "cut short":
-        file.write_text(body[: len(body) // 2])
-    else:  # "stale checksum": whole JSON that no longer matches the .crc beside it
-        file.write_text(body.replace("other", "other-run"))
-    return file
-
-
-@pytest.mark.parametrize("how", ["empty", "cut short", "stale checksum"])
-def test_a_lease_left_damaged_by_a_kill_is_taken_over_at_once(
-        spark: SparkSession, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, how: str) -> None:
-    # Fresh (modified now) and from another machine: only its being unreadable frees it. Before,
-    # every later start failed with "JSONDecodeError: Expecting value" (make chaos, seed 310309).
-    monkeypatch.setenv("DELTASINK_FAULT", "lease_host=machine-b")
-    location = tmp_path / "ckpt"
-    file = damage(spark, location, how)
-    lease = Lease(spark, f"file://{location}", "p")
-    lease.acquire()
-    lease.verify(0)
-    assert json.loads(file.read_text())["token"] == lease.token
-
-
-def test_a_run_whose_lease_became_unreadable_stops_before_committing(
+def test_of_two_runs_taking_a_free_lease_at_once_exactly_one_wins(
         spark: SparkSession, tmp_path: Path) -> None:
-    location = tmp_path / "ckpt"
-    lease = Lease(spark, f"file://{location}", "p")
-    lease.acquire()
-    (location / "_deltasink" / "lease").write_text("")
-    with pytest.raises(CheckpointError, match=r"lease file .* is unreadable.*"
-                                              r"before committing batch 3"):
-        lease.verify(3)
-    lease.renew()  # not its own any more: left for the next run to take over
-    assert (location / "_deltasink" / "lease").read_text() == ""
+    location = f"file://{tmp_path / 'ckpt'}"
+    Lease(location, "p").acquire(spark)  # the table exists; then its holder dies elsewhere
+    spark.sql(f"UPDATE delta.`{Lease(location, 'p').table}` SET token = NULL")
+    runs = [Lease(location, "p", host=f"machine-{n}") for n in range(3)]
+    outcome: dict[str, str] = {}
+
+    def take(lease: Lease) -> None:
+        try:
+            lease.acquire(spark)
+            outcome[lease.host] = "took"
+        except CheckpointError as exc:
+            outcome[lease.host] = str(exc)
+
+    threads = [threading.Thread(target=take, args=(lease,)) for lease in runs]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(120)
+    winners = [lease for lease in runs if outcome.get(lease.host) == "took"]
+    assert len(winners) == 1, outcome
+    held = winners[0].read(spark)
+    assert held is not None and held.token == winners[0].token
+    for lease in runs:
+        if lease is not winners[0]:
+            assert "already running" in outcome[lease.host] or \
+                "at the same moment" in outcome[lease.host], outcome
+            with pytest.raises(CheckpointError):
+                lease.verify(spark, 0)
+
+
+def test_a_run_whose_lease_was_taken_over_stops_before_committing(
+        spark: SparkSession, tmp_path: Path) -> None:
+    location = f"file://{tmp_path / 'ckpt'}"
+    lease = Lease(location, "p")
+    lease.acquire(spark)
+    other = plant(spark, location, "machine-a", 1, age=0)  # it stalled past its TTL meanwhile
+    with pytest.raises(CheckpointError, match=r"another run is writing with checkpoint .*"
+                                              r"host machine-a.*before committing batch 3"):
+        lease.verify(spark, 3)
+    lease.renew(spark)  # not its own any more: the renewal leaves the other run's lease alone
+    held = lease.read(spark)
+    assert held is not None and held.token == other.token
+
+
+def test_the_lease_is_a_picklable_value_that_holds_no_session(tmp_path: Path) -> None:
+    import pickle
+
+    lease = Lease(str(tmp_path / "ckpt"), "p")
+    copy = pickle.loads(pickle.dumps(lease))  # what the foreachBatch worker of a server gets
+    assert copy == lease
 
 
 class RacingWriter:
@@ -119,7 +134,7 @@ class RacingWriter:
 
 def test_a_query_started_at_the_same_moment_is_a_checkpoint_error(
         spark: SparkSession, tmp_path: Path) -> None:
-    lease = Lease(spark, str(tmp_path / "ckpt"), "p")
+    lease = Lease(str(tmp_path / "ckpt"), "p")
     race = ("An error occurred while calling o41250.start.\n: org.apache.spark."
             "SparkConcurrentModificationException: Multiple streaming queries are concurrently "
             "using metadata.")  # seen in make chaos: machine c started as the first run did
@@ -141,7 +156,7 @@ def test_two_writers_on_one_checkpoint_from_two_machines(
     cfg = load_config(path, environ={})
     sent = produce_events(broker.bootstrap_servers, topic, 900, duplicate_rate=0.1,
                           poison_rate=0.01, seed=31)
-    lease_file = lake / "_checkpoints" / "shared" / "_deltasink" / "lease"
+    shared = Lease(checkpoint, cfg.name)
     first = subprocess.Popen([runner.DELTASINK, "run", "--config", str(path), "--no-validate"],
                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                              start_new_session=True)
@@ -151,7 +166,7 @@ def test_two_writers_on_one_checkpoint_from_two_machines(
         # the first query creates the checkpoint's metadata is refused by Spark instead, which
         # test_a_query_started_at_the_same_moment_is_a_checkpoint_error covers.
         planned = lake / "_checkpoints" / "shared" / "offsets" / "0"
-        while not (lease_file.exists() and f'"pid": {first.pid}' in lease_file.read_text()
+        while not ((held := shared.read(spark)) is not None and held.pid == first.pid
                    and planned.exists()):
             assert first.poll() is None, first.communicate()
             assert time.monotonic() < deadline, "the first run never took its lease and started"
@@ -190,7 +205,8 @@ def test_a_kill_in_the_middle_of_a_lease_renewal_does_not_block_the_next_run(
     killed = runner.run(path, fault="during_lease_renewal")
     assert killed.returncode == -signal.SIGKILL, killed.stderr[-2000:]
     assert "injected fault at during_lease_renewal" in killed.stderr
-    assert (Path(cfg.checkpoint) / "_deltasink" / "lease").read_text() == ""
+    held = Lease(cfg.checkpoint, cfg.name).read(spark)
+    assert held is not None and held.token  # the killed run's lease, still held
     done = runner.run(path)
     assert done.returncode == 0, done.stderr[-2000:]
     verdict = check(spark, cfg, sent.event_ids, sum(sent.poison.values()))
