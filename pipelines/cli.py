@@ -10,6 +10,7 @@ from collections.abc import Callable, Sequence
 from pipelines import __version__
 from pipelines.commands import (
     cmd_broker,
+    cmd_connect_server,
     cmd_demo,
     cmd_init,
     cmd_produce,
@@ -74,6 +75,12 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("action", choices=["start", "stop", "status"])
     p.add_argument("--port", type=int, help="listener port (default 9092, or the last used)")
     p.add_argument("--data-dir", help="where the broker keeps its data (default ./lake/_broker)")
+    p = add("connect-server", cmd_connect_server, "run Spark's own Spark Connect server here "
+            "(local development): pipelines with spark.remote run through it", config=False)
+    p.add_argument("--port", type=int, default=15002, help="gRPC port (default 15002)")
+    p.add_argument("--master", default="local[2]", help="the server's Spark master")
+    p.add_argument("--log", metavar="FILE",
+                   help="its output (default ~/.cache/deltasink/connect-server.log)")
     p = add("produce", cmd_produce, "send sample events, with duplicates and poison pills")
     p.add_argument("--count", type=int, required=True, help="distinct valid events to send")
     p.add_argument("--duplicate-rate", type=float, default=0.0, metavar="R",

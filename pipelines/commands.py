@@ -77,6 +77,26 @@ def cmd_broker(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_connect_server(args: argparse.Namespace) -> int:
+    import time
+
+    from pipelines.runtime.connect_server import ConnectServer
+    from pipelines.runtime.jvm import cache_dir
+
+    log = Path(args.log) if args.log else cache_dir() / "connect-server.log"
+    _say(f"starting Spark's Connect server on 127.0.0.1:{args.port} (log {log}) ...")
+    server = ConnectServer.start(log, port=args.port, master=args.master)
+    _say(f"spark connect server running: spark.remote = {server.url} (Ctrl-C stops it)")
+    try:
+        while server.process.poll() is None:
+            time.sleep(1.0)
+    except KeyboardInterrupt:
+        _say("stopping the Spark Connect server")
+    finally:
+        server.stop()
+    return 0
+
+
 def cmd_produce(args: argparse.Namespace) -> int:
     from pipelines.kafka.produce import produce_events
 

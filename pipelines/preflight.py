@@ -11,7 +11,8 @@ the quarantine refused; or the data committed and the metrics write failing):
 * a catalog table's schema (``catalog.schema`` of ``catalog.schema.table``) must exist.
 
 Remote locations (``s3://``, ``abfss://``, ``dbfs:/``) are left to the store: checking them
-would need credentials the check itself could fail on.
+would need credentials the check itself could fail on. So are local paths of a Spark Connect
+session: they are paths on the server's machine, which this process may not see; the run says so.
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ from pyspark.sql import SparkSession
 from pipelines import checkpoint
 from pipelines.config.model import PipelineConfig
 from pipelines.errors import ConfigError
+from pipelines.runtime.spark import is_connect
 from pipelines.tables import TableRef
 
 
@@ -36,8 +38,11 @@ def tables(config: PipelineConfig) -> list[tuple[str, TableRef]]:
     return found
 
 
-def check_locations(spark: SparkSession, config: PipelineConfig) -> None:
+def check_locations(spark: SparkSession, config: PipelineConfig) -> list[str]:
     """Fail before anything is created if a location the run writes cannot be used.
+
+    Returns:
+        Lines saying which checks could not run here (none in classic mode).
 
     Raises:
         ConfigError: naming the setting, the location and what to do.
@@ -58,9 +63,14 @@ def check_locations(spark: SparkSession, config: PipelineConfig) -> None:
         if same != key:
             raise ConfigError(f"{same} and {key} are the same location ({location}); give each "
                               "its own folder.")
-    for key, location in folders.items():
-        if checkpoint.is_local(location):
-            _check_local(key, location, table=key.endswith("path"))
+    local = {k: v for k, v in folders.items() if checkpoint.is_local(v)}
+    if local and is_connect(spark):
+        return [f"preflight: {', '.join(sorted(local))} are paths on the Spark Connect "
+                "server's machine; whether they can be written is checked there, at the first "
+                "write"]
+    for key, location in local.items():
+        _check_local(key, location, table=key.endswith("path"))
+    return []
 
 
 def _check_local(key: str, location: str, *, table: bool) -> None:

@@ -80,7 +80,8 @@ def run_pipeline(spark: SparkSession, config: PipelineConfig, *, trigger: str = 
         source = topics.inspect_source(spark, config.source, config.source.broker_timeout)
     partitions = source.partitions
     with clock.phase("preflight"):
-        preflight.check_locations(spark, config)
+        for note in preflight.check_locations(spark, config):
+            say(note)
         writer_schemas(config)  # Avro: the registry answers, or the .avsc reads, before any table
     with clock.phase("tables"):
         ensure_sink_tables(spark, config, schema)

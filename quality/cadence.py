@@ -1,18 +1,18 @@
 """Validation on a cadence in ``--trigger continuous``: prove each stretch of the stream.
 
 A continuous run never reaches the post-run validation until it stops, so
-:class:`CadenceValidator` validates from the ``foreachBatch`` hook, right after a batch's
-target commit, whenever ``quality.validate_every`` is due (a duration or a batch count). Each
-validation covers exactly the batches committed since the previous one: their ``event_date``
-partitions in the target snapshot at the last of them, and the quarantine share of their
-records. It runs on the stream's own thread, so it is deterministic and never races a commit;
-the cost is that the batch in which it runs takes longer (one GX run over the new partitions).
+:class:`CadenceValidator` validates as the client learns of each committed batch
+(``pipelines/batches.py``), whenever ``quality.validate_every`` is due (a duration or a batch
+count). Each validation covers exactly the batches committed since the previous one: their
+``event_date`` partitions in the target snapshot at the last of them (its commit's version, so
+batches committed meanwhile are not judged early), and the quarantine share of their records. It
+runs on the client, beside the stream (under Spark Connect the batches run in the server's
+worker), so a validation no longer lengthens the batch it follows.
 
 Each validation gets its own id, ``<run_id>-c<n>``, in the quality-results table. A stretch that
 read no records is not validated, and says so: a pass on nothing proves nothing. A failure is
 recorded and printed; with ``quality.on_failure: stop`` it also ends the stream with
-:class:`~pipelines.errors.QualityError` (exit code 3). The batch it ran in is committed to Delta
-but not yet to the checkpoint, so the next run replays it as a no-op (its txn is recorded).
+:class:`~pipelines.errors.QualityError` (exit code 3); batches committed by then stay committed.
 """
 
 from __future__ import annotations
@@ -111,8 +111,9 @@ class CadenceValidator:
         if scope.records_in == 0:
             self.say(f"{head}: no new records since the last validation; nothing validated")
             return None
-        try:
-            report = validate_table(self.spark, self.config, run=scope)
+        try:  # at the stretch's last commit: later batches may be committed by now
+            report = validate_table(self.spark, self.config, run=scope,
+                                    version=batches[-1].target_version)
         except Exception as exc:  # could not validate: keep the stretch for the next time
             self.pending = [*batches, *self.pending]
             self.count -= 1

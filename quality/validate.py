@@ -92,6 +92,7 @@ def validate_table(
     full: bool = False,
     dates: Sequence[date] | None = None,
     run: RunResult | None = None,
+    version: int | None = None,
 ) -> ValidationReport:
     """Validate the target table of ``config`` and record the verdicts.
 
@@ -107,6 +108,8 @@ def validate_table(
         dates: the ``event_date`` partitions to validate; defaults to ``run.event_dates``.
         run: the run being validated; adds the quarantine-share check and provides the run id.
             Without it the report gets an ad-hoc id (``adhoc-<uuid>``).
+        version: the snapshot to judge (a cadence stretch's last commit, whatever the stream
+            committed since); default the latest version when validation starts.
 
     The lag and staleness checks (:func:`freshness_outcomes`) are added whenever their
     thresholds are set, with or without target rows.
@@ -123,10 +126,12 @@ def validate_table(
     selected = list(dates) if dates is not None else list(run.event_dates if run else ())
     wants_target = full or bool(selected)
 
-    version: int | None = None
     rows: DataFrame | None = None
-    if wants_target:
+    if not wants_target:
+        version = None
+    elif version is None or not config.target.ref.exists(spark):
         version = latest_version(spark, config.target.ref)
+    if version is not None:
         rows = select_rows(spark, config.target.ref, version, full=full, dates=selected)
 
     suite = target_suite(config, now=validated_at)

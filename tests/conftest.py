@@ -11,6 +11,7 @@ from pyspark.sql import SparkSession
 
 from pipelines.errors import BrokerError
 from pipelines.kafka.broker import EmbeddedBroker, free_port_pair
+from pipelines.runtime.connect_server import ConnectServer
 from pipelines.runtime.spark import get_spark
 
 
@@ -38,6 +39,18 @@ def spark() -> Iterator[SparkSession]:
     session = get_spark("deltasink-tests")
     yield session
     session.stop()
+
+
+@pytest.fixture(scope="session")
+def connect_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ConnectServer]:
+    """Spark's own Spark Connect server, one for the whole test run, started on first use.
+
+    Connect-mode runs are ``deltasink`` processes (``spark.remote``): a Python process is either
+    a classic or a Connect client (PySpark decides per process), and this one is classic.
+    """
+    server = ConnectServer.start(tmp_path_factory.mktemp("connect") / "server.log")
+    yield server
+    server.stop()
 
 
 @pytest.fixture(scope="session")

@@ -32,13 +32,20 @@ def materialize(df: DataFrame) -> DataFrame:
 def release(df: DataFrame | None) -> None:
     """Drop the blocks of a DataFrame returned by :func:`materialize` (no-op for others).
 
-    Spark would drop them when the JVM garbage-collects the RDD; a streaming job must not wait
-    for that, or each batch's blocks pile up in memory and on local disk.
+    Classic: Spark would drop them when the JVM garbage-collects the RDD; a streaming job must
+    not wait for that, or each batch's blocks pile up in memory and on local disk, so they are
+    unpersisted here. Spark Connect: the server drops a checkpointed relation as soon as its
+    client-side DataFrame is garbage-collected (PySpark's ``CachedRemoteRelation.__del__``),
+    which happens when the batch's references to it go: nothing to do here.
     """
     if df is None:
+        return
+    from pipelines.runtime.spark import is_connect
+
+    if is_connect(df.sparkSession):
         return
     try:
         rdd = df._jdf.queryExecution().analyzed().rdd()
         rdd.unpersist(False)
-    except Exception as exc:  # not a local checkpoint, or no JVM handle (Spark Connect)
+    except Exception as exc:  # not a local checkpoint
         log.debug("could not release a materialized batch: %s", exc)

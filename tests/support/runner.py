@@ -22,6 +22,29 @@ def killpg(proc: subprocess.Popen[str]) -> None:
         pass
 
 
+def descendants(pid: int) -> dict[int, str]:
+    """The processes below ``pid`` now (pid -> command name), read from /proc."""
+    parents: dict[int, tuple[int, str]] = {}
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            stat = (entry / "stat").read_text()
+        except OSError:
+            continue
+        name = stat[stat.index("(") + 1:stat.rindex(")")]
+        parents[int(entry.name)] = (int(stat[stat.rindex(")") + 2:].split()[1]), name)
+    found: dict[int, str] = {}
+    frontier = [pid]
+    while frontier:
+        here = frontier.pop()
+        for child, (parent, name) in parents.items():
+            if parent == here and child not in found:
+                found[child] = name
+                frontier.append(child)
+    return found
+
+
 def _holds_lock(lock: Path, pid: int) -> bool:
     try:
         return lock.read_text().strip() == str(pid)
@@ -31,8 +54,8 @@ def _holds_lock(lock: Path, pid: int) -> bool:
 
 def deltasink(*args: str, fault: str | None = None, kill_after: float | None = None,
               kill_after_lock: Path | None = None, env: Mapping[str, str] | None = None,
-              timeout: float = 900, cwd: Path | None = None
-              ) -> subprocess.CompletedProcess[str]:
+              timeout: float = 900, cwd: Path | None = None,
+              children: set[str] | None = None) -> subprocess.CompletedProcess[str]:
     """Run ``deltasink <args>`` in its own process group.
 
     Args:
@@ -45,6 +68,8 @@ def deltasink(*args: str, fault: str | None = None, kill_after: float | None = N
         env: the environment (default: this process's, without ``DELTASINK_FAULT``).
         timeout: give up (and kill) after this many seconds.
         cwd: the working directory (default: this process's).
+        children: filled with the command names of every process the run started below it
+            (sampled every 0.2 s), e.g. to show that a Spark Connect client starts no JVM.
     """
     base = dict(os.environ if env is None else env)
     base.pop("DELTASINK_FAULT", None)
@@ -66,6 +91,8 @@ def deltasink(*args: str, fault: str | None = None, kill_after: float | None = N
             if now - started > timeout:
                 timed_out = True
                 break
+            if children is not None:
+                children.update(descendants(proc.pid).values())
             time.sleep(0.2)
         if proc.returncode is None or proc.returncode < 0:
             killpg(proc)  # like a lost node: nothing of the job survives, JVM included

@@ -1,0 +1,44 @@
+"""One code path for classic Spark and Spark Connect: no JVM-only attribute outside the few
+places that must tell the two modes apart (each says why)."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[3]
+#: JVM-only attributes and the DeltaTable API (Delta's Connect plugin is not on every server).
+JVM_ONLY = re.compile(r"\._jvm\b|\._jsc\b|\._jdf\b|\._jsparkSession\b|\bsparkContext\b|"
+                      r"\.rdd\b|\bdelta\.tables\b|\bDeltaTable\b|\bpy4j\b")
+#: The only modules that may name one, behind a classic-mode check.
+ALLOWED = {
+    "pipelines/runtime/spark.py": "the classic session's log4j level",
+    "pipelines/sink/materialize.py": "unpersisting a local checkpoint's blocks in classic mode",
+    "pipelines/runtime/hadoop.py": "renaming or deleting a folder in classic mode (no Spark API)",
+    "pipelines/failures.py": "naming a Py4J error's module when it is printed",
+    "pipelines/widgets.py": "a comment on dbutils errors",
+}
+
+
+def offending_lines() -> list[str]:
+    found = []
+    for folder in ("pipelines", "quality", "schemas", "notebooks"):
+        for file in sorted((ROOT / folder).rglob("*.py")):
+            name = file.relative_to(ROOT).as_posix()
+            if name in ALLOWED:
+                continue
+            for number, line in enumerate(file.read_text().splitlines(), 1):
+                code = line.split("#", 1)[0]
+                if JVM_ONLY.search(code) and not code.strip().startswith(('"', "'", "``")):
+                    found.append(f"{name}:{number}: {line.strip()}")
+    return found
+
+
+def test_no_jvm_only_attribute_outside_the_places_that_tell_the_modes_apart() -> None:
+    assert offending_lines() == []
+
+
+def test_the_guard_sees_a_jvm_attribute(tmp_path: Path) -> None:
+    assert JVM_ONLY.search("x = spark._jvm.java.util.ArrayList()")
+    assert JVM_ONLY.search("from delta.tables import DeltaTable")
+    assert not JVM_ONLY.search("spark.sql('DESCRIBE HISTORY delta.`/t`')")

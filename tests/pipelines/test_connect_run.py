@@ -1,0 +1,96 @@
+"""deltasink as a Spark Connect client (``spark.remote``) of Spark's own Connect server.
+
+Every run here is a ``deltasink`` process with ``spark.remote`` set: it starts no JVM of its own,
+and its ``foreachBatch`` body runs in a Python worker that the server started. The tables are
+checked afterwards from this (classic) test process, with ``tests/support/checker.py``.
+"""
+
+from __future__ import annotations
+
+import json
+import signal
+import uuid
+from pathlib import Path
+
+import pytest
+from pyspark.sql import SparkSession
+
+from pipelines.config.loader import load_config
+from pipelines.kafka.broker import EmbeddedBroker
+from pipelines.kafka.produce import produce_events
+from pipelines.runtime.connect_server import ConnectServer
+from tests.support import runner
+from tests.support.checker import check
+from tests.support.configs import write_config
+
+pytestmark = pytest.mark.slow
+
+
+def connect_config(lake: Path, broker: EmbeddedBroker, server: ConnectServer, topic: str,
+                   **overrides: object) -> Path:
+    """A pipeline config that runs through ``server``."""
+    return write_config(lake, broker.bootstrap_servers, topic,
+                        spark={"remote": server.url}, **overrides)  # type: ignore[arg-type]
+
+
+def test_a_run_through_spark_connect_lands_every_event_once_across_a_kill(
+        connect_server: ConnectServer, broker: EmbeddedBroker, lake: Path,
+        request: pytest.FixtureRequest) -> None:
+    topic = f"connect-{uuid.uuid4().hex[:8]}"
+    path = connect_config(lake, broker, connect_server, topic,
+                          source={"max_records_per_batch": 150})
+    sent = produce_events(broker.bootstrap_servers, topic, 900, duplicate_rate=0.1,
+                          poison_rate=0.01, seed=23)
+
+    # Killed after the target commit of batch 1, before Spark commits its checkpoint: under
+    # Connect the fault kills the server's batch worker, as a lost driver would.
+    seen: set[str] = set()
+    killed = runner.run(path, fault="after_target_commit@1", children=seen)
+    assert killed.returncode != 0, killed.stdout[-2000:]
+    assert "java" not in seen, f"the client started a JVM: {sorted(seen)}"
+    assert "Traceback" not in killed.stderr, killed.stderr[-3000:]
+
+    done = runner.run(path, validate=True, children=seen)
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    assert "java" not in seen, f"the client started a JVM: {sorted(seen)}"
+    assert "quality PASSED" in done.stdout, done.stdout[-3000:]
+    assert "(replay: already committed, skipped)" in done.stdout, done.stdout[-3000:]
+
+    status = runner.deltasink("status", "--config", str(path), "--json")
+    assert status.returncode == 0, status.stderr[-2000:]
+    state = json.loads(status.stdout)
+    assert state["in_sync"] and state["quarantine_rows"] == sum(sent.poison.values())
+    full = runner.deltasink("validate", "--config", str(path), "--full")
+    assert full.returncode == 0, full.stdout[-2000:] + full.stderr[-2000:]
+
+    spark: SparkSession = request.getfixturevalue("spark")
+    cfg = load_config(path, environ={})
+    verdict = check(spark, cfg, sent.event_ids, sum(sent.poison.values()))
+    assert verdict.clean, verdict
+
+    # A duplicate planted behind deltasink's back is caught by validate --full, over Connect.
+    cfg.target.ref.append(cfg.target.ref.read(spark).orderBy("event_id").limit(1))
+    caught = runner.deltasink("validate", "--config", str(path), "--full")
+    assert caught.returncode == 3, caught.stdout[-2000:] + caught.stderr[-2000:]
+    assert "event_id" in caught.stdout + caught.stderr
+
+
+def test_a_client_killed_with_sigkill_mid_run_loses_and_duplicates_nothing(
+        connect_server: ConnectServer, broker: EmbeddedBroker, lake: Path,
+        request: pytest.FixtureRequest) -> None:
+    topic = f"connect-kill-{uuid.uuid4().hex[:8]}"
+    path = connect_config(lake, broker, connect_server, topic,
+                          source={"max_records_per_batch": 100})
+    sent = produce_events(broker.bootstrap_servers, topic, 800, duplicate_rate=0.1,
+                          poison_rate=0.01, seed=29)
+    cfg = load_config(path, environ={})
+    lock = Path(cfg.checkpoint) / ".deltasink.lock"
+    killed = runner.run(path, kill_after=4.0, kill_after_lock=lock)
+    assert killed.returncode == -signal.SIGKILL, killed.stdout[-2000:] + killed.stderr[-2000:]
+    # The killed client's query may still run on the server: the next run takes the lease
+    # (its pid is gone on this host) and the server stops the old query when this one starts.
+    done = runner.run(path)
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    spark: SparkSession = request.getfixturevalue("spark")
+    verdict = check(spark, cfg, sent.event_ids, sum(sent.poison.values()))
+    assert verdict.clean, verdict
