@@ -1,14 +1,20 @@
-"""Kafka metadata and offsets through the Java client that Spark's Kafka connector ships.
+"""Kafka metadata and offsets, asked by this process with confluent-kafka: no JVM needed.
 
-Preflight, partition listing, the broker watch, watermarks and topic ids all go through the
-driver JVM (``spark._jvm``, Py4J), with exactly the ``kafka.*`` options the stream is given
-(:func:`pipelines.kafka.source.client_options`). So whatever Spark can connect with (SASL_SSL,
-SCRAM, OAUTHBEARER, MSK IAM, Kerberos, JKS key and trust stores, a custom login callback class)
-the preflight can too; when it cannot, it fails with Kafka's own reason in one line.
+Preflight, partition listing, the broker watch, watermarks, offsets for a time and topic ids all
+go through librdkafka's admin client, with the stream's own ``kafka.*`` options translated
+(:mod:`pipelines.kafka.client_conf`). It needs no Spark JVM, so it runs the same beside a classic
+session and in a Spark Connect client (serverless, standard access mode), where there is none.
+End offsets honour ``isolation.level`` as Spark's source does (read_committed: the last stable
+offset). Failures are one line: the broker's own reason, secrets masked.
+
+The ``spark`` parameters are kept so callers need not know which client answers; they are not
+used.
 """
 
 from __future__ import annotations
 
+import base64
+import re
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from typing import Any
@@ -16,71 +22,41 @@ from typing import Any
 from pyspark.sql import SparkSession
 
 from pipelines.config.model import SourceConfig
-from pipelines.errors import BrokerAuthError, BrokerError, ConfigError, EnvironmentSetupError
+from pipelines.config.secrets import redact, secret_values
+from pipelines.errors import BrokerAuthError, BrokerError, ConfigError
+from pipelines.kafka.client_conf import librdkafka_config
 from pipelines.kafka.source import client_options
 
-#: Kafka exceptions (simple class names) meaning: the client's credentials or TLS were refused.
-_AUTH = ("AuthenticationException", "SaslAuthenticationException", "SslAuthenticationException",
-         "SSLHandshakeException", "SaslException", "LoginException",
-         "TopicAuthorizationException", "ClusterAuthorizationException")
-#: ... and: the client's own configuration is invalid (raised before it connects anywhere).
-_CONFIG = ("ConfigException", "InvalidConfigurationException", "ClassNotFoundException",
-           "NoSuchFileException", "FileNotFoundException")
-#: Where the Kafka client lives in the driver JVM: Apache Spark, then Databricks' shaded copy.
-_PACKAGES = ("org.apache.kafka", "kafkashaded.org.apache.kafka")
+#: librdkafka error names meaning: the client's credentials or TLS were refused.
+_AUTH = ("_AUTHENTICATION", "SASL_AUTHENTICATION_FAILED", "TOPIC_AUTHORIZATION_FAILED",
+         "CLUSTER_AUTHORIZATION_FAILED", "_SSL", "ILLEGAL_SASL_STATE",
+         "UNSUPPORTED_SASL_MECHANISM")
+_UNKNOWN_PROPERTY = re.compile(r'No such configuration property: "([^"]+)"')
 
 
-def _kafka(spark: SparkSession) -> Any:
-    """The JVM package holding the Kafka client classes (Py4J view).
-
-    Raises:
-        EnvironmentSetupError: neither the connector's nor Databricks' client is loaded.
-    """
-    from py4j.java_gateway import JavaClass
-
-    jvm: Any = spark._jvm
-    for name in _PACKAGES:
-        package = jvm
-        for part in name.split("."):
-            package = getattr(package, part)
-        if isinstance(package.clients.admin.Admin, JavaClass):
-            return package
-    raise EnvironmentSetupError("the Kafka client classes are not in the driver JVM; is Spark's "
-                                "Kafka connector (spark-sql-kafka-0-10) on its class path?")
+def _conf(source: SourceConfig, timeout: float, seen: list[Any]) -> dict[str, Any]:
+    """The client's settings; errors librdkafka reports in the background go to ``seen``
+    (a refused login arrives there, not in the request's answer), never to the terminal."""
+    millis = max(1000, int(timeout * 1000))
+    return {**librdkafka_config(client_options(source)), "socket.timeout.ms": millis,
+            "error_cb": seen.append}
 
 
-def _properties(spark: SparkSession, source: SourceConfig, timeout: float,
-                extra: Mapping[str, str] | None = None) -> Any:
-    props = spark._jvm.java.util.Properties()  # type: ignore[union-attr]
-    millis = str(max(1000, int(timeout * 1000)))
-    settings = {**client_options(source), "request.timeout.ms": millis,
-                "default.api.timeout.ms": millis, **(extra or {})}
-    for key, value in settings.items():
-        props.setProperty(key, str(value))
-    return props
 
 
 def kafka_reason(exc: BaseException, secrets: Mapping[str, str] | None = None) -> tuple[str, str]:
-    """The root cause of a Java exception: its simple class name and a one-line message.
+    """A Kafka failure's error name and a one-line message, secrets masked.
 
     Args:
-        exc: a ``Py4JJavaError`` (anything else is described by ``str``).
+        exc: a ``KafkaException`` (anything else is described by its type and ``str``).
         secrets: the source options, whose values are masked in the message.
-
-    Returns:
-        ``(class name, "ClassName: message")``, redacted, on one line.
     """
-    from pipelines.failures import redact, secret_values
-
-    java = getattr(exc, "java_exception", None)
-    name, text = type(exc).__name__, str(exc)
-    if java is not None:
-        seen = 0
-        while java.getCause() is not None and seen < 20:
-            java, seen = java.getCause(), seen + 1
-        name = str(java.getClass().getSimpleName())
-        text = f"{name}: {java.getMessage()}"
-    line = " ".join(text.split())[:400]
+    error: Any = exc.args[0] if exc.args else None
+    name = str(error.name()) if hasattr(error, "name") else type(exc).__name__
+    text = str(error.str()) if hasattr(error, "str") else str(exc)
+    if not text.strip() and isinstance(exc, TimeoutError):
+        name, text = "_TIMED_OUT", "no answer within the timeout"
+    line = " ".join(f"{name}: {text}".split())[:400]
     return name, redact(line, secret_values(secrets or {}))
 
 
@@ -88,10 +64,10 @@ def _fail(exc: BaseException, source: SourceConfig, what: str, timeout: float) -
     """The deltasink error for a failed Kafka call: config, auth, or an unreachable broker."""
     name, reason = kafka_reason(exc, source.kafka_options())
     where = f"Kafka at {source.bootstrap_servers}"
-    if name in _CONFIG:
+    if name in ("_INVALID_ARG", "_UNKNOWN_PROTOCOL") or isinstance(exc, (ValueError, TypeError)):
         return ConfigError(f"source.options: the Kafka client rejected its configuration "
                            f"({reason}); fix the option it names.")
-    if name in _AUTH or "authenticat" in reason.lower():
+    if name in _AUTH or "authenticat" in reason.lower() or "SSL handshake" in reason:
         return BrokerAuthError(f"{where} refused the connection while {what} ({reason}); check "
                                "the credentials and TLS settings in source.options.")
     return BrokerError(f"{where} did not answer while {what} within {timeout:.0f}s ({reason}). "
@@ -100,42 +76,79 @@ def _fail(exc: BaseException, source: SourceConfig, what: str, timeout: float) -
 
 
 @contextmanager
-def _client(spark: SparkSession, source: SourceConfig, timeout: float, kind: str) -> Iterator[Any]:
-    from py4j.protocol import Py4JError
+def _admin(source: SourceConfig, timeout: float, what: str) -> Iterator[Any]:
+    """An admin client; Java-only tuning options librdkafka does not know are left out.
 
-    jvm: Any = spark._jvm
-    kafka = _kafka(spark)
-    try:
-        if kind == "admin":
-            client = kafka.clients.admin.Admin.create(_properties(spark, source, timeout))
-        else:
-            raw = kafka.common.serialization.ByteArrayDeserializer._fqn
-            extra = {"key.deserializer": raw, "value.deserializer": raw,
-                     "enable.auto.commit": "false"}
-            client = kafka.clients.consumer.KafkaConsumer(
-                _properties(spark, source, timeout, extra))
-    except Py4JError as exc:
-        raise _fail(exc, source, f"creating a {kind} client", timeout) from None
-    try:
-        yield client
-    finally:
+    Raises:
+        BrokerError: a call inside failed (:class:`BrokerAuthError` when the broker refused
+            the login or TLS, as librdkafka reported meanwhile).
+    """
+    from confluent_kafka import KafkaException
+    from confluent_kafka.admin import AdminClient
+
+    seen: list[Any] = []
+    conf = _conf(source, timeout, seen)
+    while True:
         try:
-            client.close(jvm.java.time.Duration.ofMillis(int(min(timeout, 5.0) * 1000)))
-        except Py4JError:
-            pass  # closing never masks the real outcome
+            client = AdminClient(conf)
+            break
+        except (KafkaException, ValueError, TypeError) as exc:
+            unknown = _UNKNOWN_PROPERTY.search(str(exc))
+            if unknown is None or unknown[1].startswith(("sasl.", "ssl.", "security.")) or \
+                    unknown[1] not in conf:
+                raise _fail(exc, source, "creating an admin client", timeout) from None
+            del conf[unknown[1]]  # Java-client tuning: no bearing on what it connects to
+    try:
+        yield _Asker(client, seen)
+    except Exception as exc:
+        client.poll(0)  # serves the error callbacks librdkafka queued meanwhile
+        refused = _refusals(seen)
+        cause = KafkaException(refused[-1]) if refused else exc
+        raise _fail(cause, source, what, timeout) from None
 
 
-def _get(spark: SparkSession, future: Any, timeout: float) -> Any:
-    unit = spark._jvm.java.util.concurrent.TimeUnit.MILLISECONDS  # type: ignore[union-attr]
-    return future.get(int(timeout * 1000), unit)
+def _refusals(seen: list[Any]) -> list[Any]:
+    return [e for e in seen if str(e.name()) in _AUTH or "uthenticat" in str(e.str())]
 
 
-def _subscribed(spark: SparkSession, admin: Any, source: SourceConfig,
+class _Asker:
+    """An admin client whose answers are awaited in short steps, so that a refused login,
+    which librdkafka reports through its error callback, ends the wait at once."""
+
+    def __init__(self, client: Any, seen: list[Any]) -> None:
+        self.client, self.seen = client, seen
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.client, name)
+
+    def get(self, future: Any, timeout: float) -> Any:
+        import concurrent.futures
+        import time
+
+        deadline = time.monotonic() + timeout
+        while True:
+            try:
+                return future.result(timeout=min(0.25, max(0.0, deadline - time.monotonic())))
+            except concurrent.futures.TimeoutError:
+                self.client.poll(0)
+                if _refusals(self.seen) or time.monotonic() >= deadline:
+                    raise
+
+
+def _uuid(topic_id: Any) -> str:
+    """A topic id as Kafka's Java client prints it (URL-safe base64 of its 16 bytes)."""
+    raw = (int(topic_id.get_most_significant_bits()).to_bytes(8, "big", signed=True)
+           + int(topic_id.get_least_significant_bits()).to_bytes(8, "big", signed=True))
+    return base64.urlsafe_b64encode(raw).decode().rstrip("=")
+
+
+def _subscribed(admin: Any, source: SourceConfig,
                 timeout: float) -> dict[str, tuple[list[int], str]]:
     """Every subscribed topic that exists, asked through an open ``admin`` client."""
-    import re
+    from confluent_kafka import TopicCollection
 
-    names = [str(n) for n in _get(spark, admin.listTopics().names(), timeout)]
+    listed = admin.list_topics(timeout=timeout)
+    names = [n for n, t in listed.topics.items() if t.error is None or t.partitions]
     if source.topic_pattern:
         pattern = re.compile(source.topic_pattern)
         names = [n for n in names if pattern.fullmatch(n)]
@@ -143,16 +156,15 @@ def _subscribed(spark: SparkSession, admin: Any, source: SourceConfig,
         names = [n for n in names if n in source.topics]
     if not names:
         return {}
-    wanted = spark._jvm.java.util.ArrayList()  # type: ignore[union-attr]
-    for name in names:
-        wanted.add(name)
-    found = _get(spark, admin.describeTopics(wanted).allTopicNames(), timeout)
-    return {str(name): (sorted(int(p.partition()) for p in desc.partitions()),
-                        str(desc.topicId().toString()))
-            for name, desc in found.items()}
+    described = admin.describe_topics(TopicCollection(names), request_timeout=timeout)
+    out = {}
+    for name, future in described.items():
+        desc = admin.get(future, timeout)
+        out[str(name)] = (sorted(int(p.id) for p in desc.partitions), _uuid(desc.topic_id))
+    return out
 
 
-def topic_partitions(spark: SparkSession, source: SourceConfig,
+def topic_partitions(spark: SparkSession | None, source: SourceConfig,
                      timeout: float = 10.0) -> dict[str, tuple[list[int], str]]:
     """Every subscribed topic that exists: its partitions and its topic id.
 
@@ -160,43 +172,31 @@ def topic_partitions(spark: SparkSession, source: SourceConfig,
         BrokerError: the broker did not answer (:class:`BrokerAuthError`: it refused the client).
         ConfigError: the Kafka client rejected an option.
     """
-    from py4j.protocol import Py4JError
-
-    with _client(spark, source, timeout, "admin") as admin:
-        try:
-            return _subscribed(spark, admin, source, timeout)
-        except Py4JError as exc:
-            raise _fail(exc, source, "listing topics", timeout) from None
+    with _admin(source, timeout, "listing topics") as admin:
+        return _subscribed(admin, source, timeout)
 
 
-def describe_source(spark: SparkSession, source: SourceConfig, timeout: float = 10.0
+def describe_source(spark: SparkSession | None, source: SourceConfig, timeout: float = 10.0
                     ) -> tuple[str | None, dict[str, tuple[list[int], str]]]:
     """The cluster id, and every subscribed topic's partitions and id, from one admin client.
-
-    A start-up needs both; one client is one connection and one (TLS/SASL) handshake.
 
     Raises:
         BrokerError: the broker did not answer (:class:`BrokerAuthError`: it refused the client).
         ConfigError: the Kafka client rejected an option.
     """
-    from py4j.protocol import Py4JError
-
-    with _client(spark, source, timeout, "admin") as admin:
-        try:
-            cluster = _get(spark, admin.describeCluster().clusterId(), timeout)
-            return (str(cluster) if cluster else None,
-                    _subscribed(spark, admin, source, timeout))
-        except Py4JError as exc:
-            raise _fail(exc, source, "describing the cluster and its topics", timeout) from None
+    with _admin(source, timeout, "describing the cluster and its topics") as admin:
+        cluster = admin.get(admin.describe_cluster(request_timeout=timeout), timeout)
+        return (str(cluster.cluster_id) if cluster.cluster_id else None,
+                _subscribed(admin, source, timeout))
 
 
-def offsets(spark: SparkSession, source: SourceConfig, partitions: Mapping[str, list[int]],
-            timeout: float = 10.0, at_ms: int | None = None
-            ) -> dict[tuple[str, int], tuple[int, int, int | None]]:
+def offsets(spark: SparkSession | None, source: SourceConfig,
+            partitions: Mapping[str, list[int]], timeout: float = 10.0,
+            at_ms: int | None = None) -> dict[tuple[str, int], tuple[int, int, int | None]]:
     """The earliest and next offset Kafka has per partition, and the first at ``at_ms``.
 
     Args:
-        spark: the session whose JVM runs the client.
+        spark: unused (see the module docstring).
         source: the pipeline's source.
         partitions: topic -> partition numbers.
         timeout: per request, in seconds.
@@ -208,33 +208,27 @@ def offsets(spark: SparkSession, source: SourceConfig, partitions: Mapping[str, 
     Raises:
         BrokerError: the broker did not answer or refused the client.
     """
-    from py4j.protocol import Py4JError
+    from confluent_kafka import IsolationLevel, TopicPartition
+    from confluent_kafka.admin import OffsetSpec  # type: ignore[attr-defined]
 
-    jvm: Any = spark._jvm
-    kafka = _kafka(spark)
-    wanted = jvm.java.util.ArrayList()
-    for topic, numbers in partitions.items():
-        for number in numbers:
-            wanted.add(kafka.common.TopicPartition(topic, int(number)))
-    if wanted.size() == 0:
+    wanted = [(t, int(p)) for t, ps in partitions.items() for p in ps]
+    if not wanted:
         return {}
-    wait = jvm.java.time.Duration.ofMillis(int(timeout * 1000))
-    with _client(spark, source, timeout, "consumer") as consumer:
-        try:
-            low = consumer.beginningOffsets(wanted, wait)
-            high = consumer.endOffsets(wanted, wait)
-            times: Any = {}
-            if at_ms is not None:
-                query = jvm.java.util.HashMap()
-                for tp in wanted:
-                    query.put(tp, jvm.java.lang.Long.valueOf(str(int(at_ms))))
-                times = consumer.offsetsForTimes(query, wait)
-            out: dict[tuple[str, int], tuple[int, int, int | None]] = {}
-            for tp in wanted:
-                hit = times.get(tp) if at_ms is not None else None
-                out[(str(tp.topic()), int(tp.partition()))] = (
-                    int(low.get(tp)), int(high.get(tp)),
-                    int(hit.offset()) if hit is not None else None)
-            return out
-        except Py4JError as exc:
-            raise _fail(exc, source, "reading offsets", timeout) from None
+    isolation = (IsolationLevel.READ_COMMITTED if source.isolation_level == "read_committed"
+                 else IsolationLevel.READ_UNCOMMITTED)
+    specs: list[tuple[str, Any]] = [("low", OffsetSpec.earliest()),  # type: ignore[no-untyped-call]
+                                    ("high", OffsetSpec.latest())]  # type: ignore[no-untyped-call]
+    if at_ms is not None:
+        specs.append(("at", OffsetSpec.for_timestamp(int(at_ms))))
+    found: dict[str, dict[tuple[str, int], int]] = {}
+    with _admin(source, timeout, "reading offsets") as admin:
+        for kind, spec in specs:
+            asked = admin.list_offsets({TopicPartition(t, p): spec for t, p in wanted},
+                                       isolation_level=isolation, request_timeout=timeout)
+            found[kind] = {(str(tp.topic), int(tp.partition)): int(admin.get(f, timeout).offset)
+                           for tp, f in asked.items()}
+    out: dict[tuple[str, int], tuple[int, int, int | None]] = {}
+    for tp in wanted:
+        at = found.get("at", {}).get(tp)
+        out[tp] = (found["low"][tp], found["high"][tp], at if at is not None and at >= 0 else None)
+    return out

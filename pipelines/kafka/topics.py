@@ -1,12 +1,11 @@
 """Kafka admin calls the pipeline needs before it starts: reachability, topics, partitions.
 
-The pipeline's own calls go through the Java client in the driver JVM (:mod:`admin`); the
-confluent-kafka config here serves the test and demo tooling (producing, creating topics).
+The pipeline's own calls go through :mod:`admin` (confluent-kafka, no JVM); the config here
+serves the test and demo tooling too (producing, creating topics), translated the same way.
 """
 
 from __future__ import annotations
 
-import re
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -16,40 +15,25 @@ from pyspark.sql import SparkSession
 from pipelines.config.model import SourceConfig
 from pipelines.errors import BrokerAuthError, BrokerError, SourceError
 from pipelines.kafka import admin
+from pipelines.kafka.client_conf import ClientConfig, librdkafka_config
 from pipelines.kafka.identity import SourceIdentity, identity_of
-
-ClientConfig = dict[str, str | int | float | bool]
-
-
-#: Java-client settings that librdkafka (confluent-kafka) does not accept: dropped for the
-#: producer tooling here (Spark's Java consumer and :mod:`admin` get them all).
-_JAVA_ONLY = ("sasl.jaas.config", "sasl.login.callback.handler.class",
-              "sasl.client.callback.handler.class", "ssl.truststore.", "ssl.keystore.",
-              "ssl.key.password", "ssl.endpoint.identification.algorithm")
-JAAS_CREDENTIAL = re.compile(r'\b(username|password)\s*=\s*"((?:[^"\\]|\\.)*)"')
 
 
 def client_config(bootstrap: str, options: Mapping[str, str] | None = None) -> ClientConfig:
-    """A confluent-kafka config: bootstrap servers plus the pipeline's extra options.
+    """A confluent-kafka config: bootstrap servers plus the pipeline's options, translated
+    from the Java client's names (:func:`pipelines.kafka.client_conf.librdkafka_config`).
 
-    Java-only options are dropped; a JAAS ``username``/``password`` pair becomes librdkafka's
-    ``sasl.username``/``sasl.password``.
+    Raises:
+        ConfigError: an option the Python client cannot express.
     """
-    conf: ClientConfig = {"bootstrap.servers": bootstrap, "log_level": 0}
-    for key, value in (options or {}).items():
-        if key == "sasl.jaas.config":
-            for name, secret in JAAS_CREDENTIAL.findall(value):
-                conf.setdefault(f"sasl.{name}", re.sub(r"\\(.)", r"\1", secret))
-        if not key.startswith(_JAVA_ONLY):
-            conf[key] = value
-    return conf
+    return {**librdkafka_config(options or {}), "bootstrap.servers": bootstrap}
 
 
 def list_partitions(spark: SparkSession, source: SourceConfig,
                     timeout: float = 10.0) -> dict[str, list[int]]:
     """The partitions of every subscribed topic (topics list, or topics matching the pattern).
 
-    Asked through the driver JVM's Kafka client, with the stream's own options.
+    Asked with confluent-kafka, with the stream's own options translated.
 
     Raises:
         BrokerError: the broker did not answer within ``timeout`` seconds, or refused the

@@ -1,56 +1,91 @@
-"""Metadata and offsets through the driver JVM's Java Kafka client, on the plain broker."""
+"""Kafka metadata asked with confluent-kafka, in this process, without Spark's JVM."""
 
 from __future__ import annotations
 
+import time
+import uuid
 from pathlib import Path
 
 import pytest
-from pyspark.sql import SparkSession
 
+from pipelines.config.model import SourceConfig
 from pipelines.errors import BrokerError, ConfigError
-from pipelines.kafka import identity, topics
-from pipelines.kafka.broker import EmbeddedBroker, free_port_pair
+from pipelines.kafka import admin, identity, topics
+from pipelines.kafka.broker import EmbeddedBroker
 from pipelines.kafka.produce import produce_events
+from pipelines.kafka.topics import ensure_topic
 from tests.support.configs import make_config
 
 
-def test_list_partitions_and_watermarks_come_from_the_java_client(
-        spark: SparkSession, broker: EmbeddedBroker, lake: Path) -> None:
+def test_partitions_ids_and_offsets_come_without_a_spark_session(
+        broker: EmbeddedBroker) -> None:
+    topic = f"admin-{uuid.uuid4().hex[:8]}"
+    before = int(time.time() * 1000)
+    produce_events(broker.bootstrap_servers, topic, 60, seed=3)
+    source = SourceConfig(bootstrap_servers=broker.bootstrap_servers, topics=(topic,))
+    cluster, found = admin.describe_source(None, source, 10.0)  # no session at all
+    assert cluster and found[topic][0] == [0, 1, 2]
+    topic_id = found[topic][1]
+    assert len(topic_id) == 22 and "=" not in topic_id  # Java's Uuid.toString(): base64url
+    marks = admin.offsets(None, source, {topic: [0, 1, 2]}, 10.0, at_ms=before - 60_000)
+    assert sum(high for _low, high, _at in marks.values()) == 60
+    assert all(low == 0 and at == 0 for low, _high, at in marks.values())
+    future = int(time.time() * 1000) + 3_600_000
+    later = admin.offsets(None, source, {topic: [0]}, 10.0, at_ms=future)
+    assert later[(topic, 0)][2] is None  # nothing at or after a future time
+
+
+def test_a_recreated_topic_gets_another_id(broker: EmbeddedBroker) -> None:
+    from confluent_kafka.admin import AdminClient
+
+    topic = f"admin-re-{uuid.uuid4().hex[:8]}"
+    ensure_topic(broker.bootstrap_servers, topic, 1)
+    source = SourceConfig(bootstrap_servers=broker.bootstrap_servers, topics=(topic,))
+    first = admin.topic_partitions(None, source)[topic][1]
+    client = AdminClient({"bootstrap.servers": broker.bootstrap_servers})
+    for future in client.delete_topics([topic]).values():
+        future.result()
+    deadline = time.monotonic() + 30
+    while topic in client.list_topics(timeout=10).topics and time.monotonic() < deadline:
+        time.sleep(0.2)
+    ensure_topic(broker.bootstrap_servers, topic, 1)
+    assert admin.topic_partitions(None, source)[topic][1] != first
+
+
+def test_an_unreachable_broker_is_one_broker_error_within_the_timeout(
+        capfd: pytest.CaptureFixture[str]) -> None:
+    source = SourceConfig(bootstrap_servers="127.0.0.1:1", topics=("t",))
+    started = time.monotonic()
+    with pytest.raises(BrokerError, match=r"did not answer while describing .* within 2s"):
+        admin.describe_source(None, source, 2.0)
+    assert time.monotonic() - started < 10
+    assert capfd.readouterr().err == ""  # librdkafka's own log lines never reach the terminal
+
+
+def test_list_partitions_and_watermarks(broker: EmbeddedBroker, lake: Path) -> None:
     sent = produce_events(broker.bootstrap_servers, "admin-marks", 30, partitions=3, seed=11)
     source = make_config(lake, broker.bootstrap_servers, "admin-marks").source
-    partitions = topics.wait_for_source(spark, source, 10.0)
+    partitions = topics.wait_for_source(None, source, 10.0)
     assert partitions == {"admin-marks": [0, 1, 2]}
-    marks = topics.watermarks(spark, source, partitions)
+    marks = topics.watermarks(None, source, partitions)
     assert set(marks) == {("admin-marks", p) for p in range(3)}
     assert sum(high - low for low, high in marks.values()) == sent.sent == 30
 
 
-def test_deleted_offsets_and_identity_use_the_java_client(
-        spark: SparkSession, broker: EmbeddedBroker, lake: Path) -> None:
+def test_deleted_offsets_and_identity(broker: EmbeddedBroker, lake: Path) -> None:
     produce_events(broker.bootstrap_servers, "admin-ids", 5, partitions=2, seed=12)
     source = make_config(lake, broker.bootstrap_servers, "admin-ids").source
-    assert topics.deleted_offsets(spark, source, {"admin-ids": {0: 0, 1: 0}}) == {}
-    now = identity.describe(spark, source, ["admin-ids"])
+    assert topics.deleted_offsets(None, source, {"admin-ids": {0: 0, 1: 0}}) == {}
+    now = identity.describe(None, source, ["admin-ids"])
     assert now.cluster_id and len(now.topic_ids["admin-ids"]) == 22  # a base64 Kafka Uuid
 
 
-def test_an_unknown_java_only_option_value_is_one_line_config_error(
-        spark: SparkSession, broker: EmbeddedBroker, lake: Path) -> None:
+def test_a_java_only_login_class_is_one_line_config_error(
+        broker: EmbeddedBroker, lake: Path) -> None:
     source = make_config(lake, broker.bootstrap_servers, "admin-bad", source={
         "options": {"sasl.login.callback.handler.class": "com.example.NoSuchHandler"}}).source
     with pytest.raises(ConfigError) as caught:
-        topics.list_partitions(spark, source)
+        topics.list_partitions(None, source)
     message = str(caught.value)
-    assert "ConfigException" in message and "sasl.login.callback.handler.class" in message
-    assert "could not be found" in message
-    assert "com.example.NoSuchHandler" in message  # a class name is no secret: shown
-    assert "\n" not in message and "\tat " not in message
-
-
-def test_an_unreachable_broker_is_a_broker_error_with_kafkas_reason(
-        spark: SparkSession, lake: Path) -> None:
-    nowhere = f"127.0.0.1:{free_port_pair()}"
-    source = make_config(lake, nowhere, "admin-none").source
-    with pytest.raises(BrokerError) as caught:
-        topics.list_partitions(spark, source, timeout=2.0)
-    assert "TimeoutException" in str(caught.value) and "\n" not in str(caught.value)
+    assert "sasl.login.callback.handler.class" in message and "Java login" in message
+    assert "\n" not in message

@@ -10,7 +10,7 @@ def test_java_only_options_are_translated_or_dropped_for_librdkafka() -> None:
             'username="svc-orders" password="p\\"w0rd";')
     conf = client_config("broker:9093", {
         "security.protocol": "SASL_SSL", "sasl.mechanism": "PLAIN", "sasl.jaas.config": jaas,
-        "ssl.truststore.location": "/dbfs/truststore.jks"})
+        "request.timeout.ms": "20000"})
     assert conf == {"bootstrap.servers": "broker:9093", "log_level": 0,
                     "security.protocol": "SASL_SSL", "sasl.mechanism": "PLAIN",
                     "sasl.username": "svc-orders", "sasl.password": 'p"w0rd'}
