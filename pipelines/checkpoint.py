@@ -4,8 +4,9 @@ Spark writes ``offsets/<batchId>`` (the batch's planned end offsets) before it r
 ``commits/<batchId>`` after ``foreachBatch`` returned. A batch's end offsets are therefore read
 here, from Spark's own plan for that batch id, and never derived from the rows: transaction
 markers, aborted tails and compacted gaps then count as consumed, and two runs of one batch id
-can be compared exactly. Every access goes through Hadoop's FileSystem API (``HadoopFS``), so a
-checkpoint on S3, ADLS, DBFS, a ``file:`` URI or a UC Volume behaves like a local one.
+can be compared exactly. Every read goes through Spark (``pipelines.runtime.store``), so a
+checkpoint on S3, ADLS, DBFS, a ``file:`` URI or a UC Volume behaves like a local one, in
+classic mode and over Spark Connect alike.
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ from datetime import UTC, datetime
 from pyspark.sql import SparkSession
 
 from pipelines.errors import CheckpointError
-from pipelines.runtime.hadoop import HadoopFS
+from pipelines.runtime.store import Store
 
 Offsets = dict[str, dict[int, int]]
 
@@ -36,7 +37,7 @@ def query_id(spark: SparkSession, location: str) -> str:
     Raises:
         CheckpointError: the checkpoint has no readable metadata yet.
     """
-    text = HadoopFS(spark).read_text(_join(location, "metadata"))
+    text = Store(spark).read_text(_join(location, "metadata"))
     try:
         return str(json.loads((text or "").strip().splitlines()[0])["id"])
     except (IndexError, KeyError, ValueError):
@@ -44,7 +45,7 @@ def query_id(spark: SparkSession, location: str) -> str:
 
 
 def _batch_ids(spark: SparkSession, folder: str) -> list[int]:
-    return sorted(int(name) for name in HadoopFS(spark).names(folder) if name.isdigit())
+    return sorted(int(name) for name in Store(spark).names(folder) if name.isdigit())
 
 
 def has_state(spark: SparkSession, location: str) -> bool:
@@ -60,7 +61,7 @@ def planned_offsets(spark: SparkSession, location: str, batch_id: int) -> Offset
     """
     file = _join(location, "offsets", str(batch_id))
     try:
-        text = HadoopFS(spark).read_text(file)
+        text = Store(spark).read_text(file)
     except Exception:  # e.g. a ChecksumException: the file no longer matches its .crc
         text = ""
     if text is None:
@@ -118,9 +119,11 @@ def retire(spark: SparkSession, location: str) -> str:
     Returns:
         Where the checkpoint now is, or "" when there was none.
     """
-    fs = HadoopFS(spark)
-    if not fs.exists(location):
+    from pipelines.runtime.hadoop import HadoopFS
+
+    if not Store(spark).exists(location):
         return ""
+    fs = HadoopFS(spark)
     stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%S%f")
     moved = f"{location.rstrip('/')}.retired-{stamp}"
     if not fs.rename(location, moved):

@@ -1,19 +1,21 @@
 """A path table's Delta log read by file name, so the cost does not grow with its history.
 
-``DeltaTable.history(n)`` lists the whole ``_delta_log`` folder on stores whose listing cannot
-start at a name (a local disk, HDFS): on a table with 10,000 commits that listing costs more than
-everything else deltasink reads at start. The commit files are named by version
-(``%020d.json``), so the newest ones can be opened directly instead:
+``DESCRIBE HISTORY`` lists the whole ``_delta_log`` folder on stores whose listing cannot start at
+a name (a local disk, HDFS): on a table with 10,000 commits that listing costs more than
+everything else deltasink reads at start. The commit files are named by version (``%020d.json``),
+so the newest ones can be found and opened by name instead, through Spark
+(``pipelines.runtime.store``: the same in classic mode and over Spark Connect):
 
-- the newest version is found from ``_last_checkpoint`` (Delta writes a checkpoint every ten
-  commits) by galloping forward over file existence checks: O(log n) probes, no listing;
-- each commit's ``commitInfo`` is read from its own file; the timestamp is the file's
-  modification time, which is what ``history()`` reports and what ``RESTORE TO TIMESTAMP``
-  resolves against.
+- the newest version: ``_last_checkpoint`` names a version Delta checkpointed (every ten
+  commits), and one glob over the names that share its leading digits lists the commits after it
+  (two Spark jobs, whatever the history's length; a further glob only past 100 commits without a
+  checkpoint);
+- the newest ``n`` commits' files are read in one Spark job; each commit's timestamp is its
+  file's modification time, which is what ``DESCRIBE HISTORY`` reports and what ``RESTORE TO
+  TIMESTAMP`` resolves against.
 
-Only tables addressed by path use it. Catalog tables (``ref.name``) keep ``history()``: on Unity
-Catalog the storage credentials belong to the catalog, not to the session's Hadoop
-configuration.
+Only tables addressed by path use it. Catalog tables (``ref.name``) keep ``DESCRIBE HISTORY``:
+on Unity Catalog the storage is the catalog's.
 """
 
 from __future__ import annotations
@@ -23,7 +25,10 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
-from pipelines.runtime.hadoop import HadoopFS
+from pipelines.runtime.store import Store
+
+#: Versions one glob covers: the last ``_WIDTH`` digits of the 20-digit name are wildcards.
+_WIDTH = 2
 
 
 @dataclass(frozen=True)
@@ -43,69 +48,79 @@ class LogCommit:
 
 @dataclass(frozen=True)
 class DeltaLogFiles:
-    """The ``_delta_log`` folder of the table at ``location``, read through Hadoop's FileSystem.
+    """The ``_delta_log`` folder of the table at ``location``, read through Spark.
 
     Attributes:
-        fs: the driver's Hadoop FileSystem access.
+        store: the session's file reads.
         location: the table's folder or URI.
     """
 
-    fs: HadoopFS
+    store: Store
     location: str
 
-    def _file(self, version: int) -> str:
-        return f"{self.location.rstrip('/')}/_delta_log/{version:020d}.json"
-
-    def _has(self, version: int) -> bool:
-        return self.fs.exists(self._file(version))
+    @property
+    def _folder(self) -> str:
+        return f"{self.location.rstrip('/')}/_delta_log"
 
     def latest_version(self) -> int | None:
         """The newest committed version, or None when the log holds no commit file."""
-        text = self.fs.read_text(f"{self.location.rstrip('/')}/_delta_log/_last_checkpoint")
-        low = int(json.loads(text)["version"]) if text else 0
-        if not self._has(low):
-            return None
-        step = 1
-        while self._has(low + step):  # gallop: low exists, low + step is the next probe
-            low, step = low + step, step * 2
-        high = low + step  # missing
-        while high - low > 1:
-            middle = (low + high) // 2
-            low, high = (middle, high) if self._has(middle) else (low, middle)
-        return low
+        text = self.store.read_text(f"{self._folder}/_last_checkpoint")
+        try:
+            low = int(json.loads(text)["version"]) if text else 0
+        except (ValueError, KeyError, TypeError):
+            low = 0  # a torn _last_checkpoint: start from the first commit's block
+        span = 10 ** _WIDTH
+        block = low // span
+        latest: int | None = None
+        while True:  # each glob lists the commits named block*span .. block*span + span-1
+            prefix = f"{block * span:020d}"[:-_WIDTH]
+            found = [int(name[:20]) for name in self.store.listing(
+                self._folder, prefix + "?" * _WIDTH + ".json")]
+            if not found:
+                return latest
+            latest = max(found)
+            if latest % span != span - 1:
+                return latest
+            block += 1  # the block is full: the newest may be in the next one
+
+    def commits(self, versions: list[int]) -> dict[int, LogCommit]:
+        """The ``commitInfo`` of each version whose file still exists, in one Spark job."""
+        names = {f"{v:020d}.json": v for v in versions}
+        return {names[name]: _parse(names[name], text, modified)
+                for name, (text, modified) in self.store.read_many(self._folder, names).items()}
 
     def commit(self, version: int) -> LogCommit | None:
         """The ``commitInfo`` of ``version``, or None when its file is gone (log cleanup)."""
-        stamped = self.fs.read_stamped(self._file(version))
-        if stamped is None:
-            return None
-        text, modified = stamped
-        info: dict[str, Any] = {}
-        for line in text.splitlines():
-            if line.startswith('{"commitInfo"'):
-                info = json.loads(line)["commitInfo"]
-                break
-        params = {str(k): None if v is None else str(v)
-                  for k, v in (info.get("operationParameters") or {}).items()}
-        metrics = {str(k): str(v) for k, v in (info.get("operationMetrics") or {}).items()}
-        return LogCommit(version, datetime.fromtimestamp(modified / 1000),
-                         str(info.get("operation", "")), params, info.get("userMetadata"),
-                         metrics)
+        return self.commits([version]).get(version)
 
     def newest(self, limit: int | None) -> list[LogCommit] | None:
         """The newest ``limit`` commits (all still in the log when None), newest first.
 
         None when the log cannot be read by name (no commit file where ``_last_checkpoint``
-        points, or no log at all): the caller then asks Delta's ``history()``.
+        points, or no log at all): the caller then asks Delta's ``DESCRIBE HISTORY``.
         """
         latest = self.latest_version()
         if latest is None:
             return None
         oldest = 0 if limit is None else max(0, latest - limit + 1)
+        found = self.commits(list(range(oldest, latest + 1)))
         out = []
         for version in range(latest, oldest - 1, -1):
-            found = self.commit(version)
-            if found is None:
-                break  # older files were cleaned up: history() would not list them either
-            out.append(found)
+            if version not in found:
+                break  # older files were cleaned up: DESCRIBE HISTORY would not list them
+            out.append(found[version])
         return out
+
+
+def _parse(version: int, text: str, modified: int) -> LogCommit:
+    """A commit file's ``commitInfo`` as a :class:`LogCommit`."""
+    info: dict[str, Any] = {}
+    for line in text.splitlines():
+        if line.startswith('{"commitInfo"'):
+            info = json.loads(line)["commitInfo"]
+            break
+    params = {str(k): None if v is None else str(v)
+              for k, v in (info.get("operationParameters") or {}).items()}
+    metrics = {str(k): str(v) for k, v in (info.get("operationMetrics") or {}).items()}
+    return LogCommit(version, datetime.fromtimestamp(modified / 1000),
+                     str(info.get("operation", "")), params, info.get("userMetadata"), metrics)

@@ -43,6 +43,10 @@ class CheckpointMismatchError(CheckpointError):
     """The checkpoint and the target table disagree on what was ingested (rolled back, copied)."""
 
 
+class ConnectUnsupportedError(DeltasinkError):
+    """An operation that needs the Spark driver's JVM was asked of a Spark Connect client."""
+
+
 class CommitError(DeltasinkError):
     """A Delta commit failed after all retries."""
 

@@ -25,7 +25,7 @@ from pyspark.sql import SparkSession
 
 from pipelines.config.model import PipelineConfig
 from pipelines.deltalog import DeltaLogFiles, LogCommit
-from pipelines.runtime.hadoop import HadoopFS
+from pipelines.runtime.store import Store
 from pipelines.sink.commit import BATCH_KEY, parse_commit_metadata
 
 #: The key of the mark in a run-metrics commit's userMetadata.
@@ -83,7 +83,8 @@ def target_batches(commits: list[LogCommit], pipeline: str) -> set[Key]:
 
 def all_recorded(spark: SparkSession, config: PipelineConfig, window: int) -> bool:
     """Whether every batch of the pipeline in the target's newest ``window`` versions is
-    certainly in the run-metrics table, read from both tables' commit files (no Spark job).
+    certainly in the run-metrics table, read from both tables' commit files by name (no table
+    scan).
 
     Args:
         spark: the session (its Hadoop configuration reaches the files).
@@ -97,19 +98,21 @@ def all_recorded(spark: SparkSession, config: PipelineConfig, window: int) -> bo
     target, metrics = config.target.ref, config.quality.metrics_ref
     if not target.path or not metrics.path:
         return False  # catalog tables: their storage is the catalog's, not the session's
-    fs = HadoopFS(spark)
-    commits = DeltaLogFiles(fs, target.path).newest(window)
+    store = Store(spark)
+    commits = DeltaLogFiles(store, target.path).newest(window)
     if not commits:
         return False
     wanted = target_batches(commits, config.name)
     if not wanted:
         return commits[-1].version == 0  # the whole log was read: no batch to record
-    log = DeltaLogFiles(fs, metrics.path)
+    log = DeltaLogFiles(store, metrics.path)
     latest = log.latest_version()
     if latest is None:
         return False
-    for version in range(latest, max(-1, latest - 4 * window), -1):
-        commit = log.commit(version)
+    versions = list(range(latest, max(-1, latest - 4 * window), -1))
+    found = log.commits(versions)  # one Spark job for all of them
+    for version in versions:
+        commit = found.get(version)
         if commit is None or not keeps_rows(commit):
             return False
         wanted -= stamped(commit, config.name)

@@ -1,9 +1,11 @@
-"""Files through Hadoop's FileSystem API: the one Spark itself uses for the checkpoint.
+"""Renaming and deleting folders through Hadoop's FileSystem: classic mode only.
 
-A checkpoint may be a local folder, a ``file:`` URI, ``s3://``, ``abfss://``, ``dbfs:/`` or a
-Unity Catalog Volume. Reading and writing it through the driver JVM's Hadoop ``FileSystem``, with
-the session's Hadoop configuration (credentials included), makes deltasink see exactly what Spark
-sees, on every store Spark supports. Plain Python file calls would work only for local paths.
+Reads go through Spark (:mod:`pipelines.runtime.store`) and work in both modes. Moving a
+checkpoint aside (a rolled-back or copied checkpoint, ``deltasink rewind``) and deleting a
+replay's own checkpoint have no Spark API, so they use the driver JVM's Hadoop ``FileSystem``
+(with the session's Hadoop configuration: the same stores and credentials Spark uses). A Spark
+Connect client has no JVM: there these raise :class:`~pipelines.errors.ConnectUnsupportedError`,
+saying what to move or delete by hand.
 """
 
 from __future__ import annotations
@@ -13,10 +15,13 @@ from typing import Any
 
 from pyspark.sql import SparkSession
 
+from pipelines.errors import ConnectUnsupportedError
+from pipelines.runtime.spark import is_connect
+
 
 @dataclass(frozen=True)
 class HadoopFS:
-    """A location's FileSystem, reached through the driver JVM.
+    """A location's FileSystem, reached through the driver JVM (classic mode).
 
     Attributes:
         spark: the session whose Hadoop configuration is used.
@@ -24,82 +29,23 @@ class HadoopFS:
 
     spark: SparkSession
 
-    def _path(self, location: str) -> Any:
-        return self.spark._jvm.org.apache.hadoop.fs.Path(location)  # type: ignore[union-attr]
-
-    def _fs(self, location: str) -> Any:
+    def _fs_and_path(self, location: str, doing: str) -> tuple[Any, Any]:
+        if is_connect(self.spark):
+            raise ConnectUnsupportedError(
+                f"{doing} {location} needs the Spark driver's file system, which a Spark "
+                "Connect client cannot reach; do it with your store's own tool (e.g. "
+                "dbutils.fs.mv / dbutils.fs.rm on Databricks), then run again.")
+        path = self.spark._jvm.org.apache.hadoop.fs.Path(location)  # type: ignore[union-attr]
         conf = self.spark._jsc.hadoopConfiguration()  # type: ignore[union-attr]
-        return self._path(location).getFileSystem(conf)
-
-    def exists(self, location: str) -> bool:
-        """Whether a file or folder exists at ``location``."""
-        return bool(self._fs(location).exists(self._path(location)))
-
-    def read_text(self, location: str) -> str | None:
-        """The UTF-8 text of a file, or None when there is no such file."""
-        fs, path = self._fs(location), self._path(location)
-        if not fs.exists(path) or fs.getFileStatus(path).isDirectory():
-            return None
-        return self._read(fs, path)
-
-    def _read(self, fs: Any, path: Any) -> str:
-        stream = fs.open(path)
-        try:
-            raw = self.spark._jvm.org.apache.commons.io.IOUtils.toByteArray(stream)  # type: ignore[union-attr]
-        finally:
-            stream.close()
-        return bytes(raw).decode("utf-8", errors="replace")
-
-    def read_stamped(self, location: str) -> tuple[str, int] | None:
-        """A file's UTF-8 text and modification time (epoch ms), or None when it is missing.
-
-        One status call and one open: cheaper than ``modified_ms`` plus ``read_text``.
-        """
-        fs, path = self._fs(location), self._path(location)
-        try:
-            status = fs.getFileStatus(path)
-        except Exception as exc:  # FileNotFoundException, wrapped by Py4J
-            if "FileNotFound" in str(exc) or "does not exist" in str(exc):
-                return None
-            raise
-        return self._read(fs, path), int(status.getModificationTime())
-
-    def write_text(self, location: str, text: str, *, overwrite: bool) -> bool:
-        """Write a file; with ``overwrite=False`` fail (return False) if it exists.
-
-        Creating with ``overwrite=False`` is atomic on HDFS, local disks and ADLS Gen2; on object
-        stores without conditional writes it is best effort, which is why the lease is also
-        checked again before every commit (see ``pipelines.lease``).
-        """
-        fs, path = self._fs(location), self._path(location)
-        try:
-            out = fs.create(path, overwrite)
-        except Exception as exc:  # FileAlreadyExistsException, wrapped by Py4J
-            if "FileAlreadyExists" in str(exc) or "already exists" in str(exc):
-                return False
-            raise
-        try:
-            out.write(bytearray(text.encode("utf-8")))
-        finally:
-            out.close()
-        return True
-
-    def names(self, folder: str) -> list[str]:
-        """The names of the entries directly inside ``folder`` (empty if it does not exist)."""
-        fs, path = self._fs(folder), self._path(folder)
-        if not fs.exists(path):
-            return []
-        return [str(status.getPath().getName()) for status in fs.listStatus(path)]
-
-    def modified_ms(self, location: str) -> int | None:
-        """The store's modification time of a file in epoch milliseconds, or None if missing."""
-        fs, path = self._fs(location), self._path(location)
-        return int(fs.getFileStatus(path).getModificationTime()) if fs.exists(path) else None
+        return path.getFileSystem(conf), path
 
     def rename(self, source: str, destination: str) -> bool:
         """Move ``source`` to ``destination`` (which must not exist); True when it moved."""
-        return bool(self._fs(source).rename(self._path(source), self._path(destination)))
+        fs, path = self._fs_and_path(source, f"moving {destination} aside from")
+        _, target = self._fs_and_path(destination, "moving to")
+        return bool(fs.rename(path, target))
 
     def delete(self, location: str, *, recursive: bool = False) -> bool:
         """Delete a file (or a folder, with ``recursive``); True when something was deleted."""
-        return bool(self._fs(location).delete(self._path(location), recursive))
+        fs, path = self._fs_and_path(location, "deleting")
+        return bool(fs.delete(path, recursive))

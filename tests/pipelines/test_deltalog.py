@@ -2,19 +2,20 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
-from delta.tables import DeltaTable
 from pyspark.sql import SparkSession
 
 from pipelines.deltalog import DeltaLogFiles
-from pipelines.runtime.hadoop import HadoopFS
+from pipelines.runtime.store import Store
+from pipelines.tables import TableRef
 
 FIELDS = ("version", "timestamp", "operation", "operationParameters", "userMetadata")
 
 
 def _history(spark: SparkSession, path: str) -> list[tuple[object, ...]]:
-    rows = DeltaTable.forPath(spark, path).history().orderBy("version", ascending=False).collect()
+    rows = TableRef(path=path).history(spark).orderBy("version", ascending=False).collect()
     return [tuple(row[f] for f in FIELDS) for row in rows]
 
 
@@ -25,11 +26,11 @@ def test_commit_files_read_by_name_match_history_across_a_checkpoint_and_restore
         (spark.range(i, i + 1).write.format("delta").mode("append")
          .option("userMetadata", f"batch {i}").save(path))
     spark.sql(f"RESTORE TABLE delta.`{path}` TO VERSION AS OF 3")  # version 12
-    when = DeltaTable.forPath(spark, path).history().filter("version = 5").first()["timestamp"]  # type: ignore[index]
+    when = TableRef(path=path).history(spark).filter("version = 5").first()["timestamp"]  # type: ignore[index]
     spark.sql(f"RESTORE TABLE delta.`{path}` TO TIMESTAMP AS OF '{when}'")  # version 13
     assert (lake / "t" / "_delta_log" / "_last_checkpoint").exists()
 
-    log = DeltaLogFiles(HadoopFS(spark), path)
+    log = DeltaLogFiles(Store(spark), path)
     assert log.latest_version() == 13
     read = log.newest(None)
     assert read is not None
@@ -39,7 +40,7 @@ def test_commit_files_read_by_name_match_history_across_a_checkpoint_and_restore
 
 def test_a_folder_without_a_log_is_left_to_delta(spark: SparkSession, lake: Path) -> None:
     (lake / "empty").mkdir()
-    assert DeltaLogFiles(HadoopFS(spark), str(lake / "empty")).newest(5) is None
+    assert DeltaLogFiles(Store(spark), str(lake / "empty")).newest(5) is None
 
 
 def test_the_newest_version_is_found_without_a_checkpoint(spark: SparkSession, lake: Path) -> None:
@@ -47,4 +48,17 @@ def test_the_newest_version_is_found_without_a_checkpoint(spark: SparkSession, l
     for i in range(4):
         spark.range(i, i + 1).write.format("delta").mode("append").save(path)
     assert not (lake / "t" / "_delta_log" / "_last_checkpoint").exists()
-    assert DeltaLogFiles(HadoopFS(spark), path).latest_version() == 3
+    assert DeltaLogFiles(Store(spark), path).latest_version() == 3
+
+
+def test_the_newest_version_is_found_past_a_hundred_commits_without_a_checkpoint(
+        spark: SparkSession, lake: Path) -> None:
+    log = lake / "t" / "_delta_log"  # commit files only: the reader goes by their names
+    log.mkdir(parents=True)
+    for version in range(0, 205):
+        info = {"commitInfo": {"operation": "WRITE", "userMetadata": f"v{version}"}}
+        (log / f"{version:020d}.json").write_text(json.dumps(info) + "\n")
+    files = DeltaLogFiles(Store(spark), str(lake / "t"))
+    assert files.latest_version() == 204  # three globs: 0..99, 100..199, 200..299
+    newest = files.newest(2)
+    assert [(c.version, c.userMetadata) for c in newest or []] == [(204, "v204"), (203, "v203")]

@@ -9,7 +9,6 @@ fail or be skipped, and the test would see it.
 
 from __future__ import annotations
 
-import json
 import uuid
 from pathlib import Path
 
@@ -19,8 +18,10 @@ from pyspark.sql import SparkSession
 from pipelines.errors import CheckpointError
 from pipelines.kafka.broker import EmbeddedBroker
 from pipelines.kafka.produce import produce_events
+from pipelines.lease import Lease
 from pipelines.run import run_pipeline
 from pipelines.runtime.hadoop import HadoopFS
+from pipelines.runtime.store import Store
 from tests.support.checker import check
 from tests.support.configs import make_config
 
@@ -35,7 +36,7 @@ def mount(spark: SparkSession, folder: Path) -> str:
 
 def roll_back(fs: HadoopFS, location: str, batches: int) -> None:
     """Delete the newest ``batches`` offsets and commits files, through the FileSystem."""
-    ids = sorted(int(n) for n in fs.names(f"{location}/offsets") if n.isdigit())
+    ids = sorted(int(n) for n in Store(fs.spark).names(f"{location}/offsets") if n.isdigit())
     for batch in ids[-batches:]:
         for sub in ("offsets", "commits"):
             fs.delete(f"{location}/{sub}/{batch}")
@@ -55,7 +56,7 @@ def test_rollback_loss_and_second_writer_are_caught_on_a_hadoop_only_checkpoint(
     fs = HadoopFS(spark)
     sends = [produce_events(broker.bootstrap_servers, topic, 2000, poison_rate=0.01, seed=41)]
     run_pipeline(spark, cfg, validate=False, progress=lambda _l: None)
-    assert fs.exists(f"{checkpoint}/offsets/3")
+    assert Store(spark).exists(f"{checkpoint}/offsets/3")
 
     # Rolled back by two batches while new records arrive: found and recovered.
     sends.append(produce_events(broker.bootstrap_servers, topic, 1500, poison_rate=0.01,
@@ -64,7 +65,8 @@ def test_rollback_loss_and_second_writer_are_caught_on_a_hadoop_only_checkpoint(
     lines: list[str] = []
     run_pipeline(spark, cfg, validate=False, progress=lines.append)
     assert any("checkpoint does not match the target" in line for line in lines), lines
-    assert any(n.startswith("orders.retired-") for n in fs.names(root))
+    retired = spark.read.format("binaryFile").load(f"{root}/orders.retired-*/metadata")
+    assert retired.count() == 1  # moved aside, through the FileSystem
 
     # Deleted: the run resumes from the offsets the table recorded.
     fs.delete(checkpoint, recursive=True)
@@ -75,11 +77,11 @@ def test_rollback_loss_and_second_writer_are_caught_on_a_hadoop_only_checkpoint(
     assert any("resuming from the offsets recorded in the target" in line for line in lines)
 
     # A live lease of a run on another machine: refused before anything starts.
-    lease = {"token": "other", "pipeline": cfg.name, "host": "machine-a", "pid": 1}
-    assert fs.write_text(f"{checkpoint}/_deltasink/lease", json.dumps(lease), overwrite=True)
+    other = Lease(checkpoint, cfg.name, host="machine-a", pid=1)
+    other.acquire(spark)
     with pytest.raises(CheckpointError, match=r"already running.*machine-a"):
         run_pipeline(spark, cfg, validate=False, progress=lambda _l: None)
-    fs.delete(f"{checkpoint}/_deltasink/lease")
+    other.release(spark)
 
     verdict = check(spark, cfg, [i for s in sends for i in s.event_ids],
                     sum(sum(s.poison.values()) for s in sends))

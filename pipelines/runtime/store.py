@@ -1,0 +1,138 @@
+"""Files of the checkpoint and the Delta log, read through Spark: the one door to storage.
+
+A checkpoint or a table may be a local folder, a ``file:`` URI, ``s3://``, ``abfss://``,
+``dbfs:/`` or a Unity Catalog Volume, and under Spark Connect only the server can reach it. So
+every read goes through Spark's own ``binaryFile`` source (path, modificationTime, length,
+content), with the session's credentials: the same in classic mode and over Spark Connect, on
+every store Spark reads. Each call is one Spark job (about 0.1 s locally), so callers that need
+several files of one folder read them together (:meth:`Store.read_many`: one job).
+
+Spark leaves out names starting with ``_`` or ``.`` when it lists a folder (``.0.crc``); a file
+named explicitly is read whatever its name (``_last_checkpoint``).
+
+Renaming and deleting have no Spark API: they are in :mod:`pipelines.runtime.hadoop` (classic
+mode only).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import Any
+
+from pyspark.sql import SparkSession
+
+#: Characters Hadoop's glob syntax gives a meaning; escaped in names a glob must match as is.
+_GLOB = re.compile(r"([{}\[\]*?\\])")
+
+
+def _missing(exc: BaseException) -> bool:
+    text = str(exc)
+    return "PATH_NOT_FOUND" in text or "Path does not exist" in text or \
+        "FileNotFoundException" in text
+
+
+def _key(path: str) -> str:
+    """A location as Spark reports it, without the scheme's ``file:`` prefix differences."""
+    if path.startswith("file:"):
+        path = re.sub(r"^file:/+", "/", path)
+    return path.rstrip("/")
+
+
+def parent_and_name(location: str) -> tuple[str, str]:
+    """``folder/name`` split at its last ``/``."""
+    folder, _, name = location.rstrip("/").rpartition("/")
+    return folder, name
+
+
+@dataclass(frozen=True)
+class Store:
+    """Reads files through a session's ``binaryFile`` source.
+
+    Attributes:
+        spark: the session (classic or Spark Connect) whose Spark reaches the files.
+    """
+
+    spark: SparkSession
+
+    def _rows(self, paths: list[str], content: bool) -> list[Any]:
+        columns = ["path", "modificationTime"] + (["content"] if content else [])
+        reader = self.spark.read.format("binaryFile")
+        try:
+            return list(reader.load(paths if len(paths) > 1 else paths[0])
+                        .select(*columns).collect())
+        except Exception as exc:
+            if _missing(exc):
+                return []
+            raise
+
+    def read_many(self, folder: str, names: Iterable[str]) -> dict[str, tuple[str, int]]:
+        """The UTF-8 texts and modification times (epoch ms) of the named files of ``folder``
+        that exist, in one Spark job.
+
+        Returns:
+            ``name -> (text, modified ms)``; missing names are left out.
+        """
+        wanted = sorted(set(names))
+        if not wanted:
+            return {}
+        base = _escape(folder.rstrip("/"))
+        escaped = [_escape(n).replace(",", r"\,") for n in wanted]
+        pattern = f"{base}/{escaped[0]}" if len(escaped) == 1 else \
+            f"{base}/{{{','.join(escaped)}}}"
+        out: dict[str, tuple[str, int]] = {}
+        for row in self._rows([pattern], content=True):
+            name = _key(str(row["path"])).rpartition("/")[2]
+            if name in wanted:
+                out[name] = (bytes(row["content"]).decode("utf-8", errors="replace"),
+                             _millis(row["modificationTime"]))
+        return out
+
+    def read_stamped(self, location: str) -> tuple[str, int] | None:
+        """A file's UTF-8 text and modification time (epoch ms), or None when it is missing."""
+        folder, name = parent_and_name(location)
+        return self.read_many(folder, [name]).get(name)
+
+    def read_text(self, location: str) -> str | None:
+        """The UTF-8 text of a file, or None when there is no such file."""
+        found = self.read_stamped(location)
+        return None if found is None else found[0]
+
+    def modified_ms(self, location: str) -> int | None:
+        """A file's modification time in epoch milliseconds, or None when it is missing."""
+        rows = self._rows([_escape(location)], content=False)
+        return _millis(rows[0]["modificationTime"]) if rows else None
+
+    def listing(self, folder: str, glob: str = "*") -> dict[str, int]:
+        """``name -> modified ms`` of the files directly in ``folder`` whose names match
+        ``glob`` (Hadoop glob syntax); empty when the folder is missing. Reads no content."""
+        rows = self._rows([f"{_escape(folder.rstrip('/'))}/{glob}"], content=False)
+        return {_key(str(r["path"])).rpartition("/")[2]: _millis(r["modificationTime"])
+                for r in rows}
+
+    def names(self, folder: str) -> list[str]:
+        """The names of the files directly inside ``folder`` (empty if it does not exist)."""
+        return sorted(self.listing(folder))
+
+    def exists(self, location: str) -> bool:
+        """Whether a file or folder exists at ``location`` (an empty folder counts)."""
+        try:
+            self.spark.read.format("binaryFile").load(_escape(location)) \
+                .select("path").limit(1).collect()
+        except Exception as exc:
+            if _missing(exc):
+                return False
+            raise
+        return True
+
+
+def _escape(text: str) -> str:
+    """``text`` with Hadoop's glob characters escaped, to match only itself."""
+    return _GLOB.sub(r"\\\1", text)
+
+
+def _millis(value: Any) -> int:
+    """A ``modificationTime`` (a datetime from Spark) in epoch milliseconds."""
+    millis: int = round(value.timestamp() * 1000)
+    return millis
