@@ -100,7 +100,7 @@ class NaiveMergeSink(BatchSink):
 
         def attempt() -> MergeOutcome:
             with txn(spark, app_id, batch_id, None):
-                return insert_only_merge(self.config.target.ref.delta(spark), deduped, keys)
+                return insert_only_merge(self.config.target.ref, deduped, keys)
 
         return with_conflict_retry(attempt, retries=0, what="naive MERGE")
 

@@ -71,7 +71,7 @@ def build(spark: SparkSession, ref: TableRef, commits: int, real: int = 3) -> No
     delta_log.checkpoint()
     for batch in range(commits - real, commits):
         _real_commit(spark, ref, batch)
-    versions = ref.delta(spark).history().count()
+    versions = ref.history(spark).count()
     assert versions == commits + 1, f"Delta lists {versions} versions, wanted {commits + 1}"
     assert ref.read(spark).count() == 2 * real, "the table's rows are wrong"
     assert state.recorded_offsets(spark, ref, PIPELINE) == {"t": {0: commits - 1}}
@@ -96,7 +96,7 @@ def read_seconds(spark: SparkSession, ref: TableRef, repeat: int) -> float:
 
 def snapshot_seconds(spark: SparkSession, ref: TableRef, repeat: int) -> float:
     """Delta's own cold snapshot load, which every reader and writer of the table pays."""
-    return _cold_seconds(spark, repeat, lambda: ref.delta(spark).toDF().schema)
+    return _cold_seconds(spark, repeat, lambda: ref.read(spark).schema)
 
 
 def full_scan_seconds(spark: SparkSession, ref: TableRef) -> float:
@@ -104,7 +104,7 @@ def full_scan_seconds(spark: SparkSession, ref: TableRef) -> float:
     jvm: Any = spark._jvm
     jvm.org.apache.spark.sql.delta.DeltaLog.clearCache()
     mark = time.monotonic()
-    ref.delta(spark).history().select("version", "operation", "userMetadata").collect()
+    ref.history(spark).select("version", "operation", "userMetadata").collect()
     return time.monotonic() - mark
 
 

@@ -18,7 +18,7 @@ from typing import Any
 from pyspark.sql import Row, SparkSession
 
 from pipelines.deltalog import DeltaLogFiles, LogCommit
-from pipelines.runtime.hadoop import HadoopFS
+from pipelines.runtime.store import Store
 from pipelines.sink.commit import SOURCE_KEY, parse_commit_metadata
 from pipelines.tables import TableRef
 
@@ -61,12 +61,12 @@ def _history(spark: SparkSession, ref: TableRef, limit: int | None) -> list[Hist
     the JVM beat opening every commit file from Python.
     """
     if ref.path and limit is not None:
-        rows = DeltaLogFiles(HadoopFS(spark), ref.path).newest(limit)
+        rows = DeltaLogFiles(Store(spark), ref.path).newest(limit)
         if rows is not None:
             return list(rows)
     if not ref.exists(spark):
         return []
-    history = ref.delta(spark).history(limit) if limit else ref.delta(spark).history()
+    history = ref.history(spark, limit)
     return list(history.select("version", "timestamp", "operation", "operationParameters",
                                "userMetadata").orderBy("version", ascending=False).collect())
 

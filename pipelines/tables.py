@@ -1,12 +1,26 @@
-"""A Delta table addressed by path or by catalog name, and the few operations the sink needs."""
+"""A Delta table addressed by path or by catalog name, and the few operations the sink needs.
+
+Every operation is Delta SQL or the plain DataFrame API, so it runs the same in classic mode and
+over Spark Connect (``DeltaTable`` would need Delta's Connect plugin on the server).
+"""
 
 from __future__ import annotations
 
+import uuid
 from dataclasses import dataclass
+from typing import Any
 
-from delta.tables import DeltaTable
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql.types import StructType
+
+from pipelines.runtime.store import Store
+from pipelines.sql import ident
+
+
+def column_ddl(schema: StructType) -> str:
+    """``schema`` as the column list of a CREATE TABLE (nullability kept)."""
+    return ", ".join(f"{ident(f.name)} {f.dataType.simpleString()}"
+                     + ("" if f.nullable else " NOT NULL") for f in schema.fields)
 
 
 @dataclass(frozen=True)
@@ -29,17 +43,32 @@ class TableRef:
         """A short human-readable location."""
         return self.name or f"delta.`{self.path}`"
 
+    @property
+    def sql(self) -> str:
+        """The table in a SQL statement: its name, or ``delta.`<path>```."""
+        return self.name or f"delta.{ident(self.path or '')}"
+
     def exists(self, spark: SparkSession) -> bool:
-        """Whether the Delta table exists yet."""
+        """Whether the Delta table exists yet (a path: its ``_delta_log`` holds a file)."""
         if self.name:
             return bool(spark.catalog.tableExists(self.name))
-        return bool(DeltaTable.isDeltaTable(spark, self.location))
+        return bool(Store(spark).listing(f"{self.location.rstrip('/')}/_delta_log", "*"))
 
-    def delta(self, spark: SparkSession) -> DeltaTable:
-        """The table as a ``DeltaTable`` (for MERGE and history)."""
-        if self.name:
-            return DeltaTable.forName(spark, self.name)
-        return DeltaTable.forPath(spark, self.location)
+    def history(self, spark: SparkSession, limit: int | None = None) -> DataFrame:
+        """``DESCRIBE HISTORY``: the newest ``limit`` commits (all when None), newest first."""
+        return spark.sql(f"DESCRIBE HISTORY {self.sql}" + (f" LIMIT {int(limit)}" if limit else ""))
+
+    def latest_version(self, spark: SparkSession) -> int:
+        """The newest committed version."""
+        return int(self.history(spark, 1).select("version").collect()[0][0])
+
+    def detail(self, spark: SparkSession) -> Any:
+        """The ``DESCRIBE DETAIL`` row (format, location, partition columns, properties...)."""
+        return spark.sql(f"DESCRIBE DETAIL {self.sql}").first()
+
+    def restore(self, spark: SparkSession, version: int) -> None:
+        """``RESTORE`` the table to ``version`` (a new commit)."""
+        spark.sql(f"RESTORE TABLE {self.sql} TO VERSION AS OF {int(version)}").collect()
 
     def read(self, spark: SparkSession, version: int | None = None) -> DataFrame:
         """Read a snapshot of the table, the latest or at ``version``."""
@@ -52,11 +81,37 @@ class TableRef:
         self, spark: SparkSession, schema: StructType, partition_by: tuple[str, ...] = ()
     ) -> None:
         """Create the table empty with ``schema`` unless it exists (safe to race)."""
-        builder = DeltaTable.createIfNotExists(spark).addColumns(schema)
-        builder = builder.tableName(self.name) if self.name else builder.location(self.location)
-        if partition_by:
-            builder = builder.partitionedBy(*partition_by)
-        builder.execute()
+        parts = f" PARTITIONED BY ({', '.join(map(ident, partition_by))})" if partition_by else ""
+        try:
+            spark.sql(f"CREATE TABLE IF NOT EXISTS {self.sql} ({column_ddl(schema)}) "
+                      f"USING delta{parts}").collect()
+        except Exception:
+            if not self.exists(spark):  # a racing writer created it first: fine
+                raise
+
+    def merge(self, source: DataFrame, condition: str, clauses: str) -> list[Any]:
+        """``MERGE INTO`` this table (alias ``t``) from ``source`` (alias ``s``).
+
+        The source is a temp view of a unique name, dropped afterwards: under Spark Connect a
+        ``foreachBatch`` worker shares its server session with the client.
+
+        Args:
+            source: the rows to merge (its session runs the statement).
+            condition: the ON condition, SQL.
+            clauses: the WHEN clauses, SQL.
+
+        Returns:
+            The MERGE's result rows: one row of counts when Delta committed, none when it
+            skipped the commit as an already seen txn (``txnAppId``/``txnVersion``).
+        """
+        view = f"deltasink_source_{uuid.uuid4().hex}"
+        spark = source.sparkSession
+        source.createOrReplaceTempView(view)
+        try:
+            return list(spark.sql(f"MERGE INTO {self.sql} t USING {ident(view)} s "
+                                  f"ON {condition} {clauses}").collect())
+        finally:
+            spark.catalog.dropTempView(view)
 
     def append(self, df: DataFrame) -> None:
         """Append rows (used for bookkeeping tables, never for the target)."""

@@ -51,7 +51,7 @@ def committed_batches(spark: SparkSession, ref: TableRef, pipeline: str,
     Returns:
         One ``BatchMetrics`` per commit, oldest first.
     """
-    history = ref.delta(spark).history(limit)
+    history = ref.history(spark, limit)
     rows = (history.where(F.col("userMetadata").contains(f'"{METADATA_KEY}"'))
             .select("version", F.col("timestamp").cast("double").alias("at"), "userMetadata",
                     "operationMetrics")
@@ -91,11 +91,11 @@ def backfill_run_metrics(spark: SparkSession, config: PipelineConfig, *,
         The batches whose rows were written (none twice: the write is keyed and insert-only).
     """
     if all_recorded(spark, config, min(WINDOW, max_versions)):
-        return []  # read from both tables' commit files, no Spark job (quality/metrics_log.py)
+        return []  # read from both tables' commit files by name (quality/metrics_log.py)
     target = config.target.ref
     if not target.exists(spark):
         return []
-    latest = int(target.delta(spark).history(1).first()["version"])  # type: ignore[index]
+    latest = target.latest_version(spark)
     recorded = _recorded(spark, config)
     newest = None if recorded is None else recorded.agg(F.max("started_at")).first()
     # As epoch seconds: Spark hands back naive local datetimes, the commits aware UTC ones.

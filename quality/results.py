@@ -28,11 +28,9 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from datetime import UTC, datetime
-from functools import reduce
 from typing import Any
 
 from pyspark.sql import SparkSession
-from pyspark.sql import functions as F
 from pyspark.sql.types import (
     BooleanType,
     DoubleType,
@@ -43,6 +41,7 @@ from pyspark.sql.types import (
     TimestampType,
 )
 
+from pipelines import sql
 from pipelines.config.model import PipelineConfig
 from pipelines.sink.commit import USER_METADATA, with_conflict_retry
 from pipelines.sink.metrics import BatchMetrics
@@ -133,18 +132,15 @@ def insert_new(
     """
     merging = _session_with(spark, metadata)
     unique = list({tuple(row[k] for k in key): row for row in rows}.values())
-    condition = reduce(lambda a, b: a & b,
-                       [F.col(f"t.{k}").eqNullSafe(F.col(f"s.{k}")) for k in key])
-    for column in partition_by:
-        condition = condition & F.col(f"t.{column}").isin(sorted({r[column] for r in unique}))
+    condition = sql.all_of([sql.equal_on(key, null_safe=True),
+                            sql.isin("t", {c: [r[c] for r in unique] for c in partition_by})])
 
     def create_and_merge() -> None:
         # Creation is inside the retry: pipelines sharing these tables may race to create them.
         prepare_table(spark, ref, schema, partition_by)
         if unique:
             source = merging.createDataFrame(unique, schema)
-            (ref.delta(merging).alias("t").merge(source.alias("s"), condition)
-             .whenNotMatchedInsertAll().execute())
+            ref.merge(source, condition or "true", "WHEN NOT MATCHED THEN INSERT *")
 
     with_conflict_retry(create_and_merge, retries=_RETRIES, what=f"recording into "
                         f"{ref.describe()}", backoff=0.2, aftermath=_AFTERMATH)

@@ -19,7 +19,7 @@ from pyspark.sql import functions as F
 from pipelines.config.model import PipelineConfig
 from pipelines.deltalog import DeltaLogFiles
 from pipelines.errors import QualityError
-from pipelines.runtime.hadoop import HadoopFS
+from pipelines.runtime.store import Store
 from pipelines.sink.metrics import RunResult
 from pipelines.tables import TableRef
 from quality.gx_runner import run_suite
@@ -37,7 +37,7 @@ from quality.suites import (
 
 def latest_version(spark: SparkSession, ref: TableRef) -> int:
     """The latest committed version of a Delta table (a path table's is read from its log by
-    file name, ``pipelines/deltalog.py``: no Spark job).
+    file name, ``pipelines/deltalog.py``: no table scan).
 
     Raises:
         QualityError: the table does not exist.
@@ -47,10 +47,10 @@ def latest_version(spark: SparkSession, ref: TableRef) -> int:
             f"cannot validate {ref.describe()}: the target table does not exist yet "
             "(run the pipeline first, or check target.path / target.table in the config)")
     if ref.path:
-        latest = DeltaLogFiles(HadoopFS(spark), ref.path).latest_version()
+        latest = DeltaLogFiles(Store(spark), ref.path).latest_version()
         if latest is not None:
             return latest
-    return int(ref.delta(spark).history(1).select("version").collect()[0][0])
+    return ref.latest_version(spark)
 
 
 def select_rows(

@@ -90,10 +90,9 @@ def optimize_and_vacuum(spark: SparkSession, config: PipelineConfig,
         if not ref.exists(spark):
             actions.append(f"SKIP {ref.describe()} (does not exist)")
             continue
-        table = ref.delta(spark)
-        table.optimize().executeCompaction()
+        spark.sql(f"OPTIMIZE {ref.sql}").collect()
         actions.append(f"OPTIMIZE {ref.describe()}")
-        table.vacuum(float(retain_hours))
+        spark.sql(f"VACUUM {ref.sql} RETAIN {int(retain_hours)} HOURS").collect()
         actions.append(f"VACUUM {ref.describe()} RETAIN {retain_hours} HOURS")
     return actions
 

@@ -160,7 +160,7 @@ def plan_redrive(spark: SparkSession, config: PipelineConfig, schema: EventSchem
     ref = config.target.quarantine_ref
     if not ref.exists(spark):
         raise ConfigError(f"quarantine {ref.describe()} does not exist yet; nothing to redrive.")
-    version = int(ref.delta(spark).history(1).first()["version"])  # type: ignore[index]
+    version = ref.latest_version(spark)
     rows = ref.read(spark, version).where(quarantine_filter(reason, since))
     if "redriven_at" in rows.columns:  # a table from before redrive (dry run): none redriven
         rows = rows.where(F.col("redriven_at").isNull())

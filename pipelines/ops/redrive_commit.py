@@ -28,9 +28,8 @@ from datetime import UTC, datetime
 from typing import TYPE_CHECKING
 
 from pyspark.sql import SparkSession
-from pyspark.sql import functions as F
 
-from pipelines import faults, state
+from pipelines import faults, sql, state
 from pipelines.config.model import PipelineConfig
 from pipelines.errors import CommitError
 from pipelines.sink.batch import QUARANTINE_KEY
@@ -81,7 +80,7 @@ def txn_version_for(spark: SparkSession, config: PipelineConfig) -> int:
     (a RESTORE is a new version too), so this is above every txnVersion Delta has recorded for
     the app id: read from the newest commit only, however long the history.
     """
-    return int(config.target.ref.delta(spark).history(1).first()["version"])  # type: ignore[index]
+    return config.target.ref.latest_version(spark)
 
 
 def redrive_metadata(config: PipelineConfig, txn_version: int, plan: RedrivePlan) -> str:
@@ -131,20 +130,16 @@ def mark_quarantine(spark: SparkSession, config: PipelineConfig, plan: RedrivePl
     """
     ref = config.target.quarantine_ref
     source = plan.quarantine_updates(fixed=target_version is not None)
-    cond = F.col("t.redriven_at").isNull() & null_safe_or_legacy("record_hash") \
-        & F.col("t.kafka_timestamp").eqNullSafe(F.col("s.kafka_timestamp"))
-    for column in QUARANTINE_KEY:
-        cond = cond & (F.col(f"t.{column}") == F.col(f"s.{column}"))
+    cond = sql.all_of(["t.redriven_at IS NULL", null_safe_or_legacy("record_hash"),
+                       "t.kafka_timestamp <=> s.kafka_timestamp", sql.equal_on(QUARANTINE_KEY)])
+    marked = (f"WHEN MATCHED AND s._reason IS NULL THEN UPDATE SET redriven_at = "
+              f"{sql.literal(when)}, redriven_version = {sql.literal(target_version)} "
+              if target_version is not None else "")
+    clauses = (f"{marked}WHEN MATCHED AND s._reason IS NOT NULL AND s._reason != t.reason "
+               "THEN UPDATE SET reason = s._reason")
 
     def attempt() -> None:
-        merge = ref.delta(spark).alias("t").merge(source.alias("s"), cond)
-        if target_version is not None:
-            merge = merge.whenMatchedUpdate(
-                condition=F.col("s._reason").isNull(),
-                set={"redriven_at": F.lit(when), "redriven_version": F.lit(target_version)})
-        merge.whenMatchedUpdate(
-            condition=F.col("s._reason").isNotNull() & (F.col("s._reason") != F.col("t.reason")),
-            set={"reason": F.col("s._reason")}).execute()
+        ref.merge(source, cond or "true", clauses)
 
     with_conflict_retry(attempt, retries=config.target.commit_retries,
                         what=f"MERGE into {ref.describe()}",

@@ -22,7 +22,7 @@ from pipelines.config.model import PipelineConfig
 from pipelines.errors import CommitError, ConfigError, SourceError
 from pipelines.kafka import topics
 from pipelines.lease import single_writer
-from pipelines.runtime.hadoop import HadoopFS
+from pipelines.runtime.store import Store
 from pipelines.tables import TableRef
 
 Offsets = dict[str, dict[int, int]]
@@ -58,7 +58,7 @@ class RewindPlan:
 
 
 def _versions(spark: SparkSession, ref: TableRef) -> list[tuple[int, datetime]]:
-    rows = ref.delta(spark).history().select("version", "timestamp").collect()
+    rows = ref.history(spark).select("version", "timestamp").collect()
     return sorted((int(r["version"]), r["timestamp"]) for r in rows)
 
 
@@ -115,7 +115,7 @@ def plan_rewind(spark: SparkSession, config: PipelineConfig, *, to_version: int 
 
 def _restore(spark: SparkSession, ref: TableRef, version: int) -> None:
     try:
-        ref.delta(spark).restoreToVersion(version)
+        ref.restore(spark, version)
     except Exception as exc:
         first = (str(exc).strip().splitlines() or [""])[0][:300]
         raise CommitError(f"RESTORE of {ref.describe()} to version {version} failed ({first}); "
@@ -146,7 +146,7 @@ def rewind(spark: SparkSession, config: PipelineConfig, *, to_version: int | Non
         say(line)
     if dry_run:
         return plan
-    existed = HadoopFS(spark).exists(config.checkpoint)
+    existed = Store(spark).exists(config.checkpoint)
     with single_writer(spark, config.checkpoint, config.name):  # refuse while a run is active
         if plan.target_to != plan.target_now:
             _restore(spark, config.target.ref, plan.target_to)

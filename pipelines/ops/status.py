@@ -19,7 +19,7 @@ def collect_status(spark: SparkSession, config: PipelineConfig) -> dict[str, Any
     out: dict[str, Any] = {"pipeline": config.name, "target": target.describe(),
                            "quarantine": quarantine.describe()}
     if target.exists(spark):
-        out["table_version"] = int(target.delta(spark).history(1).first()["version"])  # type: ignore[index]
+        out["table_version"] = target.latest_version(spark)
         out["target_rows"] = target.read(spark).count()
         commits = state.sink_commits(spark, target)
         out["txn"] = state.txn_versions(commits)

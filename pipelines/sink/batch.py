@@ -22,7 +22,6 @@ from datetime import UTC, date, datetime
 from typing import Any
 
 from pyspark.sql import DataFrame, SparkSession
-from pyspark.sql import functions as F
 
 from pipelines import faults
 from pipelines.config.model import DATE_COLUMN, PipelineConfig
@@ -184,10 +183,9 @@ class BatchSink:
             faults.maybe_crash("before_quarantine_commit", batch_id, self.fault_spec)
             with txn(spark, app_id, batch_id, None), merge_settings(spark):
                 return insert_only_merge(
-                    ref.delta(spark), rows, QUARANTINE_KEY,
-                    range_filter("t", "kafka_offset", lo, hi),
-                    F.col("t.kafka_timestamp").eqNullSafe(F.col("s.kafka_timestamp"))
-                    & null_safe_or_legacy("record_hash"))
+                    ref, rows, QUARANTINE_KEY, range_filter("t", "kafka_offset", lo, hi),
+                    f"t.kafka_timestamp <=> s.kafka_timestamp AND "
+                    f"({null_safe_or_legacy('record_hash')})")
 
         return with_conflict_retry(attempt, retries=self.config.target.commit_retries,
                                    what=f"quarantine MERGE into {ref.describe()}")

@@ -1,4 +1,9 @@
-"""Insert-only MERGE with partition literals, so a batch reads only the partitions it touches."""
+"""Insert-only MERGE with partition literals, so a batch reads only the partitions it touches.
+
+The MERGE is Delta SQL over a temp view of the source (``TableRef.merge``), the same in classic
+mode and over Spark Connect; its conditions are SQL text with typed, escaped literals
+(``pipelines/sql.py``).
+"""
 
 from __future__ import annotations
 
@@ -6,12 +11,13 @@ from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import date, timedelta
-from functools import reduce
 from typing import Any
 
-from delta.tables import DeltaTable
-from pyspark.sql import Column, DataFrame, SparkSession
+from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
+
+from pipelines import sql
+from pipelines.tables import TableRef
 
 #: Spark's broadcast-join threshold: off inside a batch's MERGE (see :func:`merge_settings`).
 BROADCAST_THRESHOLD = "spark.sql.autoBroadcastJoinThreshold"
@@ -67,8 +73,8 @@ def merge_settings(spark: SparkSession, *, source_materialized: bool = True) -> 
                 spark.conf.set(key, old)
 
 
-def literal_filter(alias: str, values: Mapping[str, Iterable[Any]]) -> Column | None:
-    """``alias.col IN (v1, v2, ...)`` for each column, with typed literals (never SQL text).
+def literal_filter(alias: str, values: Mapping[str, Iterable[Any]]) -> str | None:
+    """``alias.col IN (v1, v2, ...)`` for each column, with typed literals.
 
     Args:
         alias: the table alias in the MERGE (``t``).
@@ -77,14 +83,13 @@ def literal_filter(alias: str, values: Mapping[str, Iterable[Any]]) -> Column | 
     Returns:
         The conjunction, or None when ``values`` is empty.
     """
-    preds = [F.col(f"{alias}.{col}").isin(sorted(set(vals))) for col, vals in values.items()]
-    return reduce(lambda a, b: a & b, preds) if preds else None
+    return sql.isin(alias, values)
 
 
-def range_filter(alias: str, column: str, low: Any, high: Any) -> Column:
+def range_filter(alias: str, column: str, low: Any, high: Any) -> str:
     """``low <= alias.column <= high``: lets Delta skip files by their min/max statistics."""
-    col = F.col(f"{alias}.{column}")
-    return (col >= F.lit(low)) & (col <= F.lit(high))
+    col = sql.column(alias, column)
+    return f"{col} >= {sql.literal(low)} AND {col} <= {sql.literal(high)}"
 
 
 def expand_dates(dates: Iterable[date], days: int) -> list[date]:
@@ -102,26 +107,37 @@ def expand_dates(dates: Iterable[date], days: int) -> list[date]:
     return sorted(out)
 
 
-def within_days(column: str, days: int) -> Column:
+def within_days(column: str, days: int) -> str:
     """``|t.column - s.column| <= days`` (in days): the per-row half of the dedup window."""
-    return F.abs(F.datediff(F.col(f"t.{column}"), F.col(f"s.{column}"))) <= F.lit(days)
+    return (f"abs(datediff({sql.column('t', column)}, {sql.column('s', column)})) "
+            f"<= {int(days)}")
 
 
-def null_safe_or_legacy(column: str) -> Column:
+def null_safe_or_legacy(column: str) -> str:
     """``t.column <=> s.column``, or true when the target row predates the column (null).
 
     Lets a column join a MERGE key after rows were written without it: old rows still match on
     the rest of the key, so a replay of them stays a no-op.
     """
-    return F.col(f"t.{column}").isNull() | F.col(f"t.{column}").eqNullSafe(F.col(f"s.{column}"))
+    t = sql.column("t", column)
+    return f"{t} IS NULL OR {t} <=> {sql.column('s', column)}"
+
+
+def outcome(rows: Sequence[Any]) -> MergeOutcome:
+    """What a MERGE's result rows say: no row when Delta skipped it as an already seen txn."""
+    if not rows:
+        return MergeOutcome(committed=False, inserted=0)
+    first = rows[0].asDict()
+    return MergeOutcome(committed=True, inserted=int(first["num_inserted_rows"]),
+                        updated=int(first.get("num_updated_rows") or 0))
 
 
 def insert_only_merge(
-    target: DeltaTable,
+    target: TableRef,
     source: DataFrame,
     on: Sequence[str],
-    target_filter: Column | None = None,
-    condition: Column | None = None,
+    target_filter: str | None = None,
+    condition: str | None = None,
 ) -> MergeOutcome:
     """Insert the source rows whose ``on`` columns match no target row.
 
@@ -130,27 +146,24 @@ def insert_only_merge(
 
     Args:
         target: the Delta table.
-        source: rows to insert; must hold at most one row per ``on`` tuple.
+        source: rows to insert; must hold at most one row per ``on`` tuple (its session runs
+            the MERGE).
         on: the key columns compared with ``=`` (partition columns first, so they prune).
-        target_filter: an extra predicate on the target (alias ``t``), e.g. partition literals.
-        condition: an extra join predicate between ``t`` and ``s`` (null-safe or ranged keys).
+        target_filter: an extra SQL predicate on the target (alias ``t``), e.g. partition
+            literals.
+        condition: an extra SQL join predicate between ``t`` and ``s`` (null-safe or ranged
+            keys).
 
     Returns:
         Whether a commit happened, and how many rows it inserted.
     """
-    cond = reduce(lambda a, b: a & b, [F.col(f"t.{c}") == F.col(f"s.{c}") for c in on])
-    for extra in (target_filter, condition):
-        if extra is not None:
-            cond = cond & extra
+    cond = sql.all_of([sql.equal_on(on), target_filter, condition]) or "true"
     # The source's columns by name, not INSERT *: a table column the schema no longer has (a
     # removed optional field) is then null in new rows instead of failing the MERGE.
-    values: dict[str, str | Column] = {f"`{c}`": F.col(f"s.`{c}`") for c in source.columns}
-    result = (target.alias("t").merge(source.alias("s"), cond)
-              .whenNotMatchedInsert(values=values).execute())
-    rows = result.collect() if result is not None else []
-    if not rows:
-        return MergeOutcome(committed=False, inserted=0)
-    return MergeOutcome(committed=True, inserted=int(rows[0]["num_inserted_rows"]))
+    names = ", ".join(sql.ident(c) for c in source.columns)
+    values = ", ".join(sql.column("s", c) for c in source.columns)
+    return outcome(target.merge(source, cond,
+                                f"WHEN NOT MATCHED THEN INSERT ({names}) VALUES ({values})"))
 
 
 def count_other_date_copies(target: DataFrame, source: DataFrame, keys: tuple[str, ...],

@@ -12,7 +12,6 @@ from collections.abc import Callable
 from datetime import date
 from typing import Any
 
-from delta.tables import DeltaTable
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
@@ -80,7 +79,7 @@ def merge_into_target(spark: SparkSession, config: PipelineConfig, deduped: Data
     def attempt() -> MergeOutcome:
         before_commit()
         with txn(spark, app_id, version, metadata), merge_settings(spark):
-            return merge(target.ref.delta(spark))
+            return merge()
 
     kind = "upsert MERGE" if target.mode == "upsert" else "MERGE"
     return with_conflict_retry(attempt, retries=target.commit_retries,
@@ -88,7 +87,7 @@ def merge_into_target(spark: SparkSession, config: PipelineConfig, deduped: Data
 
 
 def _insert_only(config: PipelineConfig, deduped: DataFrame, values: dict[str, list[object]]
-                 ) -> Callable[[DeltaTable], MergeOutcome]:
+                 ) -> Callable[[], MergeOutcome]:
     """The insert-only MERGE: on the partition columns and the key (the date within the
     window), reading only the batch's partitions."""
     target = config.target
@@ -97,13 +96,13 @@ def _insert_only(config: PipelineConfig, deduped: DataFrame, values: dict[str, l
                if not (window and c == DATE_COLUMN))
     prune = literal_filter("t", {k: read_values(config, k, vs) for k, vs in values.items()})
     if target.partition_by and not any(values.values()):
-        prune = F.lit(False)  # nothing to insert: read no partitions, still commit offsets
+        prune = "false"  # nothing to insert: read no partitions, still commit offsets
     near = within_days(DATE_COLUMN, window) if window else None
-    return lambda table: insert_only_merge(table, deduped, on, prune, near)
+    return lambda: insert_only_merge(target.ref, deduped, on, prune, near)
 
 
 def _upsert(config: PipelineConfig, rows: DataFrame, values: dict[str, list[object]]
-            ) -> Callable[[DeltaTable], MergeOutcome]:
+            ) -> Callable[[], MergeOutcome]:
     """The upsert MERGE (``pipelines.sink.upsert``).
 
     Matches on the key across the whole table (no partition literals: a newer version may move
@@ -112,6 +111,6 @@ def _upsert(config: PipelineConfig, rows: DataFrame, values: dict[str, list[obje
     target = config.target
     if DELETED not in rows.columns:
         rows = latest_versions(rows, target)
-    empty = F.lit(False) if target.partition_by and not any(values.values()) else None
+    empty = "false" if target.partition_by and not any(values.values()) else None
     sequence = sequence_columns(target.sequence_by)
-    return lambda table: upsert_merge(table, rows, target.dedup_keys, sequence, empty)
+    return lambda: upsert_merge(target.ref, rows, target.dedup_keys, sequence, empty)

@@ -16,18 +16,17 @@ The MERGE matches on the key alone, over the whole table: a newer version may ca
 
 from __future__ import annotations
 
-from functools import reduce
-
-from delta.tables import DeltaTable
-from pyspark.sql import Column, DataFrame, Observation, SparkSession
+from pyspark.sql import DataFrame, Observation, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.types import BooleanType, StructField, StructType
 
+from pipelines import sql
 from pipelines.config.model import TargetConfig
 from pipelines.config.upsert import KAFKA_SEQUENCE
 from pipelines.errors import ConfigError
 from pipelines.sink.dedup import first_per_key
-from pipelines.sink.merge import MergeOutcome
+from pipelines.sink.merge import MergeOutcome, outcome
+from pipelines.tables import TableRef
 from schemas.base import EventSchema
 
 #: The tombstone flag column, added to the target in upsert mode.
@@ -88,22 +87,22 @@ def upsert_counts(observation: Observation | None) -> dict[str, int]:
     return {"deletes": int(observation.get.get("deletes") or 0)}
 
 
-def newer(sequence: tuple[str, ...], new: str = "s", old: str = "t") -> Column:
-    """``new`` sorts after ``old`` on ``sequence`` (lexicographic; a null old value loses)."""
-    def gt(c: str) -> Column:
-        return (F.col(f"{new}.{c}") > F.col(f"{old}.{c}")) | F.col(f"{old}.{c}").isNull()
+def newer(sequence: tuple[str, ...], new: str = "s", old: str = "t") -> str:
+    """SQL: ``new`` sorts after ``old`` on ``sequence`` (lexicographic; a null old value
+    loses)."""
+    def gt(c: str) -> str:
+        return f"{sql.column(new, c)} > {sql.column(old, c)} OR {sql.column(old, c)} IS NULL"
 
-    def eq(c: str) -> Column:
-        return F.col(f"{new}.{c}").eqNullSafe(F.col(f"{old}.{c}"))
+    def eq(c: str) -> str:
+        return f"{sql.column(new, c)} <=> {sql.column(old, c)}"
 
-    terms = [reduce(lambda a, b: a & b, [eq(p) for p in sequence[:i]], gt(c))
-             for i, c in enumerate(sequence)]
-    return reduce(lambda a, b: a | b, terms)
+    return sql.any_of(sql.all_of([*(eq(p) for p in sequence[:i]), gt(c)]) or "false"
+                      for i, c in enumerate(sequence))
 
 
-def upsert_merge(target: DeltaTable, source: DataFrame, keys: tuple[str, ...],
+def upsert_merge(target: TableRef, source: DataFrame, keys: tuple[str, ...],
                  sequence: tuple[str, ...],
-                 target_filter: Column | None = None) -> MergeOutcome:
+                 target_filter: str | None = None) -> MergeOutcome:
     """Insert new keys; replace a key's row only with a newer version (tombstones included).
 
     Args:
@@ -111,22 +110,15 @@ def upsert_merge(target: DeltaTable, source: DataFrame, keys: tuple[str, ...],
         source: at most one row per key, with ``_deleted`` (``latest_versions``).
         keys: the key columns (one, or several for a composite key).
         sequence: the ordering columns (``sequence_columns``).
-        target_filter: an extra predicate on the target (``F.lit(False)`` for an empty batch).
+        target_filter: an extra SQL predicate on the target (``false`` for an empty batch).
 
     Returns:
         Whether a commit happened, and how many rows it inserted and updated.
     """
-    cond = reduce(lambda a, b: a & b, [F.col(f"t.{k}") == F.col(f"s.{k}") for k in keys])
-    if target_filter is not None:
-        cond = cond & target_filter
-    result = (target.alias("t").merge(source.alias("s"), cond)
-              .whenMatchedUpdateAll(condition=newer(sequence))
-              .whenNotMatchedInsertAll().execute())
-    rows = result.collect() if result is not None else []
-    if not rows:
-        return MergeOutcome(committed=False, inserted=0)
-    return MergeOutcome(committed=True, inserted=int(rows[0]["num_inserted_rows"]),
-                        updated=int(rows[0]["num_updated_rows"]))
+    cond = sql.all_of([sql.equal_on(keys), target_filter]) or "true"
+    return outcome(target.merge(source, cond,
+                                f"WHEN MATCHED AND ({newer(sequence)}) THEN UPDATE SET * "
+                                "WHEN NOT MATCHED THEN INSERT *"))
 
 
 def upsert_schema(target_schema: StructType) -> StructType:

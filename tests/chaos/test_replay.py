@@ -24,9 +24,9 @@ def quiet(_line: str) -> None:
 
 
 def version(spark: SparkSession, path: str) -> int:
-    from delta.tables import DeltaTable
+    from pipelines.tables import TableRef
 
-    return int(DeltaTable.forPath(spark, path).history(1).collect()[0]["version"])
+    return int(TableRef(path=path).history(spark, 1).collect()[0]["version"])
 
 
 @pytest.mark.parametrize("profile", PROFILES)

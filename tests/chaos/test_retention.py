@@ -55,7 +55,7 @@ def test_offsets_deleted_by_retention(spark: SparkSession, broker: EmbeddedBroke
     read = produce_events(bootstrap, topic, profile.small, duplicate_rate=0.1, seed=seed,
                           partitions=2, id_prefix="read")
     run_pipeline(spark, strict, validate=False, progress=said.append)
-    before = strict.target.ref.delta(spark).history(1).collect()[0]["version"]
+    before = strict.target.ref.history(spark, 1).collect()[0]["version"]
 
     # The pipeline is stopped; more records arrive, and retention deletes them unread.
     set_retention(bootstrap, topic, retention_ms="1000", segment_ms="200")
@@ -74,7 +74,7 @@ def test_offsets_deleted_by_retention(spark: SparkSession, broker: EmbeddedBroke
     message = str(failed.value)
     assert f"Kafka retention deleted {unread.sent} offsets" in message
     assert "source.fail_on_data_loss: false" in message
-    assert strict.target.ref.delta(spark).history(1).collect()[0]["version"] == before
+    assert strict.target.ref.history(spark, 1).collect()[0]["version"] == before
 
     lenient = make_config(lake, bootstrap, topic, source={"fail_on_data_loss": False})
     said.clear()

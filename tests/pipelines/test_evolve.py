@@ -38,10 +38,10 @@ def test_a_new_optional_field_becomes_a_nullable_column_and_old_rows_read_null(
     assert types["note"] == ("string", True)
     assert types["where"] == ("struct<city:string>", True)
     assert table.select("note", "where").collect() == [(None, None)]
-    history = ref.delta(spark).history().select("operation").collect()
+    history = ref.history(spark).select("operation").collect()
     assert [r[0] for r in history].count("ADD COLUMNS") == 1
     ensure_sink_tables(spark, cfg, grown)  # idempotent: nothing more to add, no new commit
-    assert ref.delta(spark).history().count() == len(history)
+    assert ref.history(spark).count() == len(history)
 
 
 @pytest.mark.parametrize(("changed", "message"), [
@@ -61,11 +61,11 @@ def test_an_incompatible_change_is_refused_naming_the_column_and_the_migration(
         spark: SparkSession, lake: Path, changed: EventSchema, message: str) -> None:
     cfg = make_config(lake, "127.0.0.1:9", "t", target={"dedup_key": "id"})
     ensure_sink_tables(spark, cfg, schema())
-    before = cfg.target.ref.delta(spark).history().count()
+    before = cfg.target.ref.history(spark).count()
     with pytest.raises(SchemaError) as err:
         ensure_sink_tables(spark, cfg, changed)
     assert message in str(err.value) and "\n" not in str(err.value)
-    assert cfg.target.ref.delta(spark).history().count() == before  # nothing was altered
+    assert cfg.target.ref.history(spark).count() == before  # nothing was altered
 
 
 def test_a_removed_optional_field_keeps_its_column_and_new_rows_land_with_null(
@@ -78,6 +78,6 @@ def test_a_removed_optional_field_keeps_its_column_and_new_rows_land_with_null(
     rows = spark.sql("SELECT 'b' AS id, 2 AS n, now() AS at, current_date() AS event_date, "
                      "'t' AS kafka_topic, 0L AS kafka_partition, 1L AS kafka_offset, "
                      "now() AS kafka_timestamp, now() AS ingested_at")
-    outcome = insert_only_merge(cfg.target.ref.delta(spark), rows, ("id",))
+    outcome = insert_only_merge(cfg.target.ref, rows, ("id",))
     assert outcome.inserted == 1
     assert cfg.target.ref.read(spark).select("id", "note").collect() == [("b", None)]

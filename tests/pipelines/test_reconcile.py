@@ -134,7 +134,7 @@ def test_restore_under_the_pipeline_is_reingested_exactly_once(
     cfg = make_config(lake, broker.bootstrap_servers, topic)
     first = produce_events(broker.bootstrap_servers, topic, 2000, seed=27)
     run_pipeline(spark, cfg, validate=False, progress=lambda _l: None)
-    after_first = cfg.target.ref.delta(spark).history(1).first()["version"]  # type: ignore[index]
+    after_first = cfg.target.ref.history(spark, 1).first()["version"]  # type: ignore[index]
     second = produce_events(broker.bootstrap_servers, topic, 2000, seed=28, id_prefix="two")
     run_pipeline(spark, cfg, validate=False, progress=lambda _l: None)
     # A bad deploy is rolled back by hand: the second run's 2,000 rows disappear.
@@ -175,7 +175,7 @@ def test_restore_while_the_run_is_writing_stops_the_batch_and_reingests_exactly_
         assert runner.is_alive() and time.monotonic() < deadline, (outcome, lines)
         time.sleep(0.5)
     # Batches 0 and 1 are in; batch 2 is in flight. An operator rolls back batch 1 by hand.
-    history = cfg.target.ref.delta(spark).history().collect()
+    history = cfg.target.ref.history(spark).collect()
     batch0 = min(r["version"] for r in history if r["operation"] == "MERGE")
     spark.sql(f"RESTORE TABLE delta.`{cfg.target.path}` TO VERSION AS OF {batch0}")
     (pause / "go").write_text("")

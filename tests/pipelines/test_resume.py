@@ -55,7 +55,7 @@ def test_a_recreated_topic_is_read_from_its_start_and_lands_exactly_once(
                            id_prefix="old")
     cfg = make_config(lake, broker.bootstrap_servers, topic)
     run_pipeline(spark, cfg, validate=False, progress=lambda _l: None)
-    commit = cfg.target.ref.delta(spark).history(1).collect()[0]
+    commit = cfg.target.ref.history(spark, 1).collect()[0]
     recorded = parse_commit_metadata(commit["userMetadata"])
     assert recorded is not None and topic in recorded["source"]["topic_ids"]
 

@@ -75,7 +75,7 @@ def test_a_replayed_batch_is_a_no_op(spark: SparkSession, broker: EmbeddedBroker
     cfg = make_config(lake, broker.bootstrap_servers, topic, source={"max_records_per_batch": 400})
     sent = produce_events(broker.bootstrap_servers, topic, 1000, poison_rate=0.01, seed=3)
     batches = len(run(spark, cfg))
-    version = cfg.target.ref.delta(spark).history(1).first()["version"]  # type: ignore[index]
+    version = cfg.target.ref.history(spark, 1).first()["version"]  # type: ignore[index]
     # Forget the last checkpoint commit: Spark re-runs that batch with the same batch id.
     commits = sorted((p for p in (Path(cfg.checkpoint) / "commits").iterdir() if p.name.isdigit()),
                      key=lambda p: int(p.name))
@@ -84,7 +84,7 @@ def test_a_replayed_batch_is_a_no_op(spark: SparkSession, broker: EmbeddedBroker
     replay = run_pipeline(spark, cfg, validate=False, progress=lambda _l: None)
     assert [b.replayed for b in replay.batches] == [True]
     assert replay.batches[0].batch_id == int(commits[-1].name)
-    assert cfg.target.ref.delta(spark).history(1).first()["version"] == version  # type: ignore[index]
+    assert cfg.target.ref.history(spark, 1).first()["version"] == version  # type: ignore[index]
     verdict = check(spark, cfg, sent.event_ids, 10)
     assert verdict.clean, verdict
     # Run metrics are recorded per committed batch; the replay adds no row.

@@ -38,7 +38,7 @@ def test_two_writers_creating_the_same_tables_both_succeed(spark: SparkSession,
     assert not errors, errors
     target = configs[0].target.ref
     assert target.read(spark).schema.fieldNames() == SCHEMA.target_schema().fieldNames()
-    creations = target.delta(spark).history().where("operation = 'CREATE TABLE'").count()
+    creations = target.history(spark).where("operation = 'CREATE TABLE'").count()
     assert creations == 1
 
 
@@ -83,7 +83,7 @@ def test_an_existing_quarantine_table_gets_the_record_hash_column(spark: SparkSe
                                 "reason": "invalid_json", "pipeline": "p", "batch_id": 0,
                                 "quarantined_at": now, "record_hash": None,
                                 "redriven_at": None, "redriven_version": None}
-    history = cfg.target.quarantine_ref.delta(spark).history().select("operation").collect()
+    history = cfg.target.quarantine_ref.history(spark).select("operation").collect()
     assert [h["operation"] for h in history] == ["ADD COLUMNS", "WRITE"]
     ensure_sink_tables(spark, cfg, SCHEMA)  # already there: nothing more to do
-    assert cfg.target.quarantine_ref.delta(spark).history().count() == 2
+    assert cfg.target.quarantine_ref.history(spark).count() == 2

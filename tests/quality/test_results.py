@@ -127,7 +127,7 @@ def test_the_metrics_table_is_partitioned_by_pipeline(
 ) -> None:
     write_run_metrics(spark, config, [batch("run-1", 0)])
 
-    detail = config.quality.metrics_ref.delta(spark).detail().first()
+    detail = config.quality.metrics_ref.detail(spark)
     assert detail is not None and list(detail["partitionColumns"]) == ["pipeline"]
 
 

@@ -25,7 +25,7 @@ def test_clean_table_passes_at_the_recorded_version(
     spark: SparkSession, config: PipelineConfig, write_target: TargetWriter
 ) -> None:
     write_target([(f"e-{i}", DAY1 if i % 2 else DAY2) for i in range(20)])
-    latest = config.target.ref.delta(spark).history(1).collect()[0]["version"]
+    latest = config.target.ref.history(spark, 1).collect()[0]["version"]
 
     report = validate_table(spark, config, dates=[DAY1, DAY2])
 

@@ -54,7 +54,7 @@ def records() -> tuple[list[tuple[bytes | None, bytes | None]], list[str], list[
 
 
 def _version(spark: SparkSession, config: PipelineConfig) -> int:
-    return int(config.target.ref.delta(spark).history(1).first()["version"])  # type: ignore[index]
+    return int(config.target.ref.history(spark, 1).first()["version"])  # type: ignore[index]
 
 
 def test_formats_must_parse_a_zone() -> None:

@@ -27,7 +27,7 @@ def _run(spark: SparkSession, config: PipelineConfig) -> int:
 
 
 def _version(spark: SparkSession, config: PipelineConfig) -> int:
-    return int(config.target.ref.delta(spark).history(1).first()["version"])  # type: ignore[index]
+    return int(config.target.ref.history(spark, 1).first()["version"])  # type: ignore[index]
 
 
 @pytest.mark.slow
@@ -60,7 +60,7 @@ def test_rewind_after_a_manual_restore(spark: SparkSession, broker: EmbeddedBrok
     cfg = make_config(lake, broker.bootstrap_servers, topic, source={"max_records_per_batch": 300})
     sent = produce_events(broker.bootstrap_servers, topic, 900, poison_rate=0.01, seed=3)
     _run(spark, cfg)
-    commits = [int(r["version"]) for r in cfg.target.ref.delta(spark).history()
+    commits = [int(r["version"]) for r in cfg.target.ref.history(spark)
                .where("userMetadata IS NOT NULL").collect()]
     back_to = sorted(commits)[0]  # after the first batch
     spark.sql(f"RESTORE TABLE delta.`{cfg.target.ref.path}` TO VERSION AS OF {back_to}")
