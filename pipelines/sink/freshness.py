@@ -1,7 +1,7 @@
 """How fresh a micro-batch's rows are, observed on a Spark job the batch runs anyway.
 
 The batch materializes its parsed, deduplicated rows in one job (``pipelines.sink.prepare``).
-:func:`observe` hangs a ``DataFrame.observe`` on that job, so
+:func:`metrics` are observed on that job (``DataFrame.observe``), so
 the newest ``event_time``, the newest Kafka timestamp and the p50/p99 of
 ``ingested_at - kafka_timestamp`` come back with it: no extra job, no second read of the rows.
 The rows observed are the ones offered to the target MERGE (valid, deduplicated in the batch);
@@ -10,10 +10,12 @@ a row the MERGE then drops as a duplicate of a target row is counted too, a negl
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
+from typing import Any
 
-from pyspark.sql import Column, DataFrame, Observation
+from pyspark.sql import Column
 from pyspark.sql import functions as F
 
 #: percentile_approx's accuracy: relative error 1/10000 of the batch's row count.
@@ -43,17 +45,12 @@ class Freshness:
         return out
 
 
-def observe(rows: DataFrame, time_field: str, only: Column | None = None
-            ) -> tuple[DataFrame, Observation]:
-    """``rows`` with the freshness aggregates attached: read the observation after an action.
+def metrics(time_field: str, only: Column | None = None) -> list[Column]:
+    """The freshness aggregates, to observe on the batch's one job (``pipelines/sink/prepare``).
 
     Args:
-        rows: target rows (``time_field``, ``kafka_timestamp``, ``ingested_at``).
         time_field: the schema's event-time column.
-        only: the rows to observe, when ``rows`` holds others too (a batch's bad records).
-
-    Returns:
-        The DataFrame to run the batch's next action on, and the observation it fills.
+        only: the rows to observe, when the rows hold others too (a batch's bad records).
     """
     def of(column: str) -> Column:
         return F.col(column) if only is None else F.when(only, F.col(column))
@@ -62,18 +59,13 @@ def observe(rows: DataFrame, time_field: str, only: Column | None = None
     # One sketch for both quantiles (Spark merges the identical aggregates); picked apart here
     # because an observed array reaches Python as a bare Java object.
     quantiles = F.percentile_approx(latency, [0.5, 0.99], _ACCURACY)
-    observation = Observation()
-    observed = rows.observe(
-        observation,
-        F.max(F.unix_micros(of(time_field))).alias("event_us"),
-        F.max(F.unix_micros(of("kafka_timestamp"))).alias("kafka_us"),
-        quantiles.getItem(0).alias("p50"), quantiles.getItem(1).alias("p99"))
-    return observed, observation
+    return [F.max(F.unix_micros(of(time_field))).alias("event_us"),
+            F.max(F.unix_micros(of("kafka_timestamp"))).alias("kafka_us"),
+            quantiles.getItem(0).alias("p50"), quantiles.getItem(1).alias("p99")]
 
 
-def read(observation: Observation) -> Freshness:
-    """The batch's :class:`Freshness` (call after the observed DataFrame's action ran)."""
-    got = observation.get
+def read(got: Mapping[str, Any]) -> Freshness:
+    """The batch's :class:`Freshness` from the values of :func:`metrics`."""
     return Freshness(newest_event_time=_at(got.get("event_us")),
                      newest_kafka_timestamp=_at(got.get("kafka_us")),
                      latency_p50_s=_seconds(got.get("p50")), latency_p99_s=_seconds(got.get("p99")))

@@ -43,7 +43,7 @@ from pipelines.sink.dedup import FIRST_BY
 from pipelines.sink.materialize import materialize
 from pipelines.sink.parse import INGESTED_AT, classify, valid_events
 from pipelines.sink.target_merge import partition_values
-from pipelines.sink.upsert import DELETED, observe_deletes, sequence_columns, upsert_counts
+from pipelines.sink.upsert import DELETED, delete_metrics, sequence_columns, upsert_counts
 from schemas.base import KAFKA_KEY_COLUMN, EventSchema
 
 _RANK, _COPIES, _GOOD = "_rank", "_copies", "_good"
@@ -121,12 +121,15 @@ def prepare(batch: DataFrame, schema: EventSchema, config: PipelineConfig) -> Pr
         kept = kept.withColumn(DELETED, F.when(_good(), flag))
     parts = list(target.partition_by)
     observable = all(isinstance(kept.schema[p].dataType, _OBSERVABLE) for p in parts)
-    counts = Observation()
-    kept = kept.observe(counts, *_count_metrics(parts if observable else []))
-    kept, seen = freshness.observe(kept, schema.time_column, only=_good())
-    kept, deletes = observe_deletes(kept, target)
-    materialized = materialize(kept.drop(_COPIES))
-    got = counts.get
+    observed = Observation()
+    wanted = [*_count_metrics(parts if observable else []),
+              *freshness.metrics(schema.time_column, only=_good()), *delete_metrics(target)]
+    # _COPIES stays in the blocks: the target and quarantine rows select their own columns.
+    materialized = materialize(kept.observe(observed, *wanted))
+    got = observed.get
+    if not got:  # Spark Connect 4.0 does not deliver a checkpoint's observation: a job of its
+        row = materialized.agg(*wanted).first()  # own over the blocks, not the source again
+        got = row.asDict() if row is not None else {}
     bad, unique = int(got.get("bad") or 0), int(got.get("unique") or 0)
     if observable:
         values = _values(str(got.get("values") or "{}"), {p: kept.schema[p].dataType
@@ -137,7 +140,7 @@ def prepare(batch: DataFrame, schema: EventSchema, config: PipelineConfig) -> Pr
     return Prepared(rows=materialized, records_in=int(got.get("copies") or 0) + bad,
                     quarantined=bad, unique=unique, values=values,
                     bad_offsets=None if low is None or high is None else (int(low), int(high)),
-                    fresh=freshness.read(seen), counts=upsert_counts(deletes))
+                    fresh=freshness.read(got), counts=upsert_counts(got, target))
 
 
 def _key(column: str) -> Column:

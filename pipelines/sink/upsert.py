@@ -16,7 +16,10 @@ The MERGE matches on the key alone, over the whole table: a newer version may ca
 
 from __future__ import annotations
 
-from pyspark.sql import DataFrame, Observation, SparkSession
+from collections.abc import Mapping
+from typing import Any
+
+from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.types import BooleanType, StructField, StructType
 
@@ -67,24 +70,18 @@ def latest_versions(events: DataFrame, target: TargetConfig) -> DataFrame:
     return flag_deletes(latest, target.delete_when)
 
 
-def observe_deletes(rows: DataFrame, target: TargetConfig
-                    ) -> tuple[DataFrame, Observation | None]:
-    """In upsert mode, ``rows`` with the count of its deletes attached, filled by the batch's
-    next action on them (no Spark job of its own); insert-only: ``rows`` as is, no observation."""
+def delete_metrics(target: TargetConfig) -> list[Column]:
+    """In upsert mode, the count of the batch's deletes, to observe on its one job (``[]`` if
+    insert-only)."""
+    return [F.count_if(F.col(DELETED)).alias("deletes")] if target.mode == "upsert" else []
+
+
+def upsert_counts(got: Mapping[str, Any], target: TargetConfig) -> dict[str, int]:
+    """``{"deletes": n}``: the batch's latest versions that are deletes (``{}`` if insert-only),
+    from the values of :func:`delete_metrics`."""
     if target.mode != "upsert":
-        return rows, None
-    observation = Observation()
-    return rows.observe(observation, F.count_if(F.col(DELETED)).alias("deletes")), observation
-
-
-def upsert_counts(observation: Observation | None) -> dict[str, int]:
-    """``{"deletes": n}``: the batch's latest versions that are deletes (``{}`` if insert-only).
-
-    Read after the action on :func:`observe_deletes`' DataFrame ran.
-    """
-    if observation is None:
         return {}
-    return {"deletes": int(observation.get.get("deletes") or 0)}
+    return {"deletes": int(got.get("deletes") or 0)}
 
 
 def newer(sequence: tuple[str, ...], new: str = "s", old: str = "t") -> str:

@@ -8,8 +8,8 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[3]
 #: JVM-only attributes and the DeltaTable API (Delta's Connect plugin is not on every server).
-JVM_ONLY = re.compile(r"\._jvm\b|\._jsc\b|\._jdf\b|\._jsparkSession\b|\bsparkContext\b|"
-                      r"\.rdd\b|\bdelta\.tables\b|\bDeltaTable\b|\bpy4j\b")
+JVM_ONLY = re.compile(r"\._jvm\b|\._jsc\b|\._jdf\b|\._jsparkSession\b|\.sparkContext\b|"
+                      r"\.rdd\b|^\s*(from|import) (delta\.tables|py4j)\b|\bDeltaTable\.\w+\(")
 #: The only modules that may name one, behind a classic-mode check.
 ALLOWED = {
     "pipelines/runtime/spark.py": "the classic session's log4j level",
@@ -41,4 +41,6 @@ def test_no_jvm_only_attribute_outside_the_places_that_tell_the_modes_apart() ->
 def test_the_guard_sees_a_jvm_attribute(tmp_path: Path) -> None:
     assert JVM_ONLY.search("x = spark._jvm.java.util.ArrayList()")
     assert JVM_ONLY.search("from delta.tables import DeltaTable")
+    assert JVM_ONLY.search("    return DeltaTable.forPath(spark, path)")
+    assert JVM_ONLY.search("    from py4j.protocol import Py4JError")
     assert not JVM_ONLY.search("spark.sql('DESCRIBE HISTORY delta.`/t`')")
