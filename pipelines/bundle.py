@@ -15,6 +15,17 @@ applies; per-target placement (catalog, schema, volume, bootstrap servers) stays
 variables. Per-job settings come from the config's ``databricks:`` section and ``quality``
 thresholds where it sets them, else from the bundle variable of the same purpose. Adding a
 pipeline is adding a config file.
+
+``databricks.compute`` picks the jobs' compute (see :mod:`pipelines.config.databricks`):
+
+* ``job_cluster``: each job has one job cluster (dedicated access mode), each task runs on it
+  with the wheel as a ``whl`` library;
+* ``serverless``: the two scheduled jobs have no cluster and no libraries but one serverless
+  environment (``environments``) with the wheel as a dependency, which each task names with
+  ``environment_key``. The Jobs API lets a notebook task use a job environment on serverless
+  compute (it overrides the notebook's own environment), so the notebooks need no ``%pip``.
+  The continuous job keeps its job cluster: serverless streaming only runs ``availableNow``
+  triggers, and the continuous job's is a processing-time trigger.
 """
 
 from __future__ import annotations
@@ -38,7 +49,12 @@ SCHEMA_SUFFIXES = (".schema.yml", ".schema.yaml")
 #: Where the CLI syncs the bundle's files in the workspace.
 WORKSPACE_FILES = "${workspace.file_path}"
 _WHEEL = "dist/*.whl"
+#: The same wheel as a serverless environment's pip dependency. The leading ``.`` is what tells
+#: the CLI a local file (which it builds, uploads and rewrites to its workspace path) from a
+#: PyPI requirement.
+_WHEEL_DEPENDENCY = f"./{_WHEEL}"
 _CLUSTER_KEY = "deltasink"
+_ENVIRONMENT_KEY = "deltasink"
 
 
 @dataclass(frozen=True)
@@ -116,32 +132,47 @@ def _cadence(config: PipelineConfig) -> dict[str, str]:
             "on_failure": "" if "on_failure" in set_here else "${var.quality_on_failure}"}
 
 
-def _task(key: str, notebook: str, parameters: dict[str, str], **extra: Any) -> dict[str, Any]:
-    return {"task_key": key, "job_cluster_key": _CLUSTER_KEY,
-            "notebook_task": {"notebook_path": f"notebooks/{notebook}",
-                              "base_parameters": parameters},
+def _task(key: str, notebook: str, parameters: dict[str, str], *, serverless: bool,
+          **extra: Any) -> dict[str, Any]:
+    """A notebook task: on the job's serverless environment, or on its job cluster."""
+    notebook_task = {"notebook_path": f"notebooks/{notebook}", "base_parameters": parameters}
+    if serverless:
+        return {"task_key": key, "environment_key": _ENVIRONMENT_KEY,
+                "notebook_task": notebook_task, **extra}
+    return {"task_key": key, "job_cluster_key": _CLUSTER_KEY, "notebook_task": notebook_task,
             "libraries": [{"whl": _WHEEL}], **extra}
 
 
-def _job(pipeline: BundlePipeline, title: str, description: str,
+def _compute(serverless: bool) -> dict[str, Any]:
+    """The job's serverless environment (the wheel as a dependency), or its job cluster."""
+    if serverless:
+        return {"environments": [{"environment_key": _ENVIRONMENT_KEY, "spec": {
+            "environment_version": "${var.serverless_environment_version}",
+            "dependencies": [_WHEEL_DEPENDENCY]}}]}
+    return {"job_clusters": [{"job_cluster_key": _CLUSTER_KEY, "new_cluster": {
+        "spark_version": "${var.spark_version}", "node_type_id": "${var.node_type_id}",
+        "num_workers": "${var.num_workers}", "data_security_mode": "SINGLE_USER"}}]}
+
+
+def _job(pipeline: BundlePipeline, title: str, description: str, *, serverless: bool,
          **fields: Any) -> dict[str, Any]:
     return {"name": f"deltasink {title} ({pipeline.config.name})", "description": description,
             "max_concurrent_runs": 1,
             "email_notifications": {"on_failure": ["${var.notification_email}"]},
             "tags": {"project": "deltasink", "pipeline": pipeline.config.name},
-            "job_clusters": [{"job_cluster_key": _CLUSTER_KEY, "new_cluster": {
-                "spark_version": "${var.spark_version}", "node_type_id": "${var.node_type_id}",
-                "num_workers": "${var.num_workers}", "data_security_mode": "SINGLE_USER"}}],
-            **fields}
+            **_compute(serverless), **fields}
 
 
 def pipeline_jobs(pipeline: BundlePipeline) -> dict[str, dict[str, Any]]:
     """The pipeline's three jobs, by resource key, as Jobs API dicts with ``${var.*}``.
 
-    Paths (notebooks, the wheel) are relative to the bundle root.
+    Paths (notebooks, the wheel) are relative to the bundle root. With ``databricks.compute``
+    ``serverless`` the two scheduled jobs run on serverless compute; the continuous job always
+    keeps its job cluster (its processing-time trigger does not run on serverless).
     """
     config, common = pipeline.config, _parameters(pipeline)
     settings = config.databricks
+    serverless = settings.compute == "serverless"
     widgets, limits = _thresholds(config)
     _, ingest_cron = _set_or(settings, "ingest_cron", "ingest_cron")
     _, maintenance_cron = _set_or(settings, "maintenance_cron", "maintenance_cron")
@@ -154,20 +185,21 @@ def pipeline_jobs(pipeline: BundlePipeline) -> dict[str, dict[str, Any]]:
         pipeline, "ingest",
         "Available-now ingest of Kafka into Delta (exactly once), then validation of the run. "
         "A quality failure fails the validate task and is not retried; ingest failures are.",
-        timeout_seconds=5400,
+        serverless=serverless, timeout_seconds=5400,
         schedule={"quartz_cron_expression": ingest_cron, "timezone_id": "UTC",
                   "pause_status": paused},
         health={"rules": [{"metric": "RUN_DURATION_SECONDS", "op": "GREATER_THAN",
                            "value": 3600}]},
         tasks=[
             # Safe to retry: commits are idempotent and the run resumes from the checkpoint.
-            _task("ingest", "ingest.py", ingest, max_retries=3,
+            _task("ingest", "ingest.py", ingest, serverless=serverless, max_retries=3,
                   min_retry_interval_millis=60000, retry_on_timeout=True, timeout_seconds=3600),
             # A failed expectation is a finding, not a transient error: never retried.
             _task("validate", "validate.py",
                   {**common, "run_id": "{{tasks.ingest.values.run_id}}", "full": "false",
                    **widgets},
-                  depends_on=[{"task_key": "ingest"}], max_retries=0, timeout_seconds=1800),
+                  serverless=serverless, depends_on=[{"task_key": "ingest"}], max_retries=0,
+                  timeout_seconds=1800),
         ])
     ingest_job["email_notifications"]["on_duration_warning_threshold_exceeded"] = [
         "${var.notification_email}"]
@@ -175,26 +207,29 @@ def pipeline_jobs(pipeline: BundlePipeline) -> dict[str, dict[str, Any]]:
         pipeline, "maintenance",
         "OPTIMIZE and VACUUM (retention >= 168h) of the target, quarantine, quality-results "
         "and run-metrics tables, then full-table validation (key uniqueness included).",
-        timeout_seconds=14400,
+        serverless=serverless, timeout_seconds=14400,
         schedule={"quartz_cron_expression": maintenance_cron, "timezone_id": "UTC",
                   "pause_status": paused},
         tasks=[_task("maintain", "maintenance.py",
                      {**common, "retain_hours": "${var.vacuum_retain_hours}"},
+                     serverless=serverless,
                      # OPTIMIZE can lose a race with a concurrent MERGE; one retry is enough.
                      max_retries=1, min_retry_interval_millis=300000, timeout_seconds=10800)])
     # The same checkpoint as the ingest job: unpause at most one of the two. Databricks
-    # restarts a failed continuous run itself, with backoff, so no task retries.
+    # restarts a failed continuous run itself, with backoff, so no task retries. Always on a job
+    # cluster: serverless streaming runs only availableNow triggers, not this processing time.
     continuous_job = _job(
         pipeline, "continuous ingest",
         "Continuous (processing-time trigger) ingest of Kafka into Delta, validated every "
         "quality.validate_every against the same thresholds as its health rules.",
-        continuous={"pause_status": continuous_paused},
+        serverless=False, continuous={"pause_status": continuous_paused},
         health={"rules": [
             {"metric": "STREAMING_BACKLOG_RECORDS", "op": "GREATER_THAN",
              "value": limits["max_lag_records"]},
             {"metric": "STREAMING_BACKLOG_SECONDS", "op": "GREATER_THAN",
              "value": limits["max_staleness"]}]},
-        tasks=[_task("ingest", "ingest.py", {**ingest, "trigger": "continuous"})])
+        tasks=[_task("ingest", "ingest.py", {**ingest, "trigger": "continuous"},
+                     serverless=False)])
     continuous_job["email_notifications"]["on_streaming_backlog_exceeded"] = [
         "${var.notification_email}"]
     return {f"{pipeline.key}_ingest": ingest_job,

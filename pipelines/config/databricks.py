@@ -4,6 +4,23 @@ A local run ignores the section. The bundle (``pipelines/bundle.py``) reads it f
 settings, each falling back to the bundle variable of the same purpose when left out, and the
 notebooks read ``secrets`` to fetch the pipeline's secrets from a Databricks secret scope.
 
+``compute`` says what the pipeline's jobs run on (it has no bundle variable: it changes the
+jobs' shape, which the bundle's Python code decides before the CLI fills in variables):
+
+* ``job_cluster`` (the default): every task on a new classic job cluster in dedicated
+  (``SINGLE_USER``) access mode, the deltasink wheel installed as a task library; the cluster
+  comes from the bundle variables ``spark_version``, ``node_type_id`` and ``num_workers``.
+* ``serverless``: the scheduled jobs (ingest + validate, maintenance) run on serverless compute,
+  the wheel installed through the job's serverless environment (``environments``, version
+  ``var.serverless_environment_version``); no cluster, no libraries. The notebooks then get a
+  Spark Connect ``spark``. The continuous job keeps its job cluster: serverless streaming runs
+  only ``availableNow`` triggers, and that job's processing-time trigger is not one.
+
+The default stays ``job_cluster`` so that a config written before this key deploys the same jobs
+as before: serverless compute is a different runtime (Spark Connect, ANSI SQL on) on a different
+network (Databricks' own, where a broker inside the workspace's VPC may not be reachable), so
+moving to it is a choice made per pipeline, in one line.
+
 ``secrets`` maps a config override's environment-variable name (see
 :mod:`pipelines.config.env`) to the key holding its value in the scope, so a secret is named
 exactly as it is locally::
@@ -25,6 +42,8 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 from pipelines.config import env
 
 PauseStatus = Literal["PAUSED", "UNPAUSED"]
+#: What a pipeline's jobs run on (see the module docstring).
+Compute = Literal["serverless", "job_cluster"]
 #: A Quartz cron expression has 6 or 7 fields.
 _QUARTZ = re.compile(r"^\S+(\s+\S+){5,6}$")
 #: A secret scope's key: letters, digits, ``-``, ``_`` and ``.`` (Databricks' rule).
@@ -36,6 +55,9 @@ class DatabricksConfig(BaseModel):
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
+    compute: Compute = "job_cluster"
+    """``job_cluster`` (classic, dedicated access mode) or ``serverless`` (the scheduled jobs;
+    the continuous job stays on a job cluster). Not a bundle variable: it shapes the jobs."""
     ingest_cron: str | None = None
     """Quartz cron of the available-now ingest job (UTC); default ``var.ingest_cron``."""
     maintenance_cron: str | None = None

@@ -443,8 +443,14 @@ def test_wheel_artifact_is_built_from_pyproject_and_installed_by_every_task(
     assert "pipelines*" in pyproject["tool"]["setuptools"]["packages"]["find"]["include"]
     for job_key, task in notebook_tasks(config):
         declared_in = bundle.origin[("jobs", job_key)].parent
-        (library,) = task["libraries"]
-        wheel_glob = (declared_in / library["whl"]).resolve()
+        if "environment_key" in task:  # serverless: the job's environment installs it
+            (environment,) = [e for e in config["resources"]["jobs"][job_key]["environments"]
+                              if e["environment_key"] == task["environment_key"]]
+            (wheel,) = environment["spec"]["dependencies"]
+        else:  # a job cluster: the task's library
+            (library,) = task["libraries"]
+            wheel = library["whl"]
+        wheel_glob = (declared_in / wheel).resolve()
         assert wheel_glob == (ROOT / artifact["path"]).resolve() / "dist" / "*.whl"
 
 
