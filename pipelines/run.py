@@ -223,12 +223,14 @@ def _watch(spark: SparkSession, query: StreamingQuery, config: PipelineConfig,
         StreamingQueryException: the query failed (the caller decides whether to retry).
     """
     timeout = config.source.broker_timeout
-    harvested = time.monotonic()
-    while not query.awaitTermination(every):
+    harvested = probed = time.monotonic()
+    while not query.awaitTermination(1):  # each finished batch is reported within a second
         _report(feed, query, lambda _line: None)  # a failure here is said at the query's end
         if harvest is not None and time.monotonic() - harvested >= _HARVEST_EVERY:
             harvest(query)  # a long-running query records its batches' rows as it goes
             harvested = time.monotonic()
+        if time.monotonic() - probed < every:
+            continue
         probed = time.monotonic()
         try:
             topics.list_partitions(spark, config.source, timeout=float(every))

@@ -46,7 +46,9 @@ def test_outage_within_broker_timeout_is_ridden_out(
         profile: Profile, seed: int) -> None:
     rng = random.Random(seed)
     bootstrap = own_broker.bootstrap_servers
-    sent = produce_events(bootstrap, topic, profile.small * 2, duplicate_rate=0.1,
+    # Six batches' worth: the first batch is reported (and the broker frozen) after it
+    # committed, read from its commit by the client, so batches must be left to freeze under.
+    sent = produce_events(bootstrap, topic, profile.small * 6, duplicate_rate=0.1,
                           poison_rate=0.01, seed=seed)
     cfg = make_config(lake, bootstrap, topic,
                       source={"max_records_per_batch": profile.small,
@@ -67,8 +69,8 @@ def test_outage_beyond_broker_timeout_fails_clearly_and_the_next_run_completes(
         spark: SparkSession, own_broker: EmbeddedBroker, lake: Path, topic: str,
         profile: Profile, seed: int) -> None:
     bootstrap = own_broker.bootstrap_servers
-    sent = produce_events(bootstrap, topic, profile.small * 2, duplicate_rate=0.1,
-                          poison_rate=0.01, seed=seed)
+    sent = produce_events(bootstrap, topic, profile.small * 6, duplicate_rate=0.1,
+                          poison_rate=0.01, seed=seed)  # batches left to freeze under
     timeout = 15.0
     cfg = make_config(lake, bootstrap, topic,
                       source={"max_records_per_batch": profile.small,

@@ -17,7 +17,7 @@ from pyspark.sql import SparkSession
 
 from pipelines.config.loader import load_config
 from pipelines.kafka.broker import EmbeddedBroker
-from pipelines.kafka.produce import produce_events
+from pipelines.kafka.produce import ProduceSummary, produce_events
 from pipelines.runtime.connect_server import ConnectServer
 from tests.support import runner
 from tests.support.checker import check
@@ -26,21 +26,23 @@ from tests.support.configs import write_config
 pytestmark = pytest.mark.slow
 
 
-def connect_config(lake: Path, broker: EmbeddedBroker, server: ConnectServer, topic: str,
-                   **overrides: object) -> Path:
-    """A pipeline config that runs through ``server``."""
-    return write_config(lake, broker.bootstrap_servers, topic,
-                        spark={"remote": server.url}, **overrides)  # type: ignore[arg-type]
+def connect_pipeline(lake: Path, broker: EmbeddedBroker, server: ConnectServer, *,
+                     per_batch: int, events: int, seed: int) -> tuple[Path, ProduceSummary]:
+    """A new topic with ``events`` events (10% copies, 1% poison), and a config that lands it
+    through ``server`` in batches of ``per_batch`` records."""
+    topic = f"connect-{uuid.uuid4().hex[:8]}"
+    path = write_config(lake, broker.bootstrap_servers, topic, spark={"remote": server.url},
+                        source={"max_records_per_batch": per_batch})
+    sent = produce_events(broker.bootstrap_servers, topic, events, duplicate_rate=0.1,
+                          poison_rate=0.01, seed=seed)
+    return path, sent
 
 
 def test_a_run_through_spark_connect_lands_every_event_once_across_a_kill(
         connect_server: ConnectServer, broker: EmbeddedBroker, lake: Path,
         request: pytest.FixtureRequest) -> None:
-    topic = f"connect-{uuid.uuid4().hex[:8]}"
-    path = connect_config(lake, broker, connect_server, topic,
-                          source={"max_records_per_batch": 150})
-    sent = produce_events(broker.bootstrap_servers, topic, 900, duplicate_rate=0.1,
-                          poison_rate=0.01, seed=23)
+    path, sent = connect_pipeline(lake, broker, connect_server, per_batch=150, events=900,
+                                  seed=23)
 
     # Killed after the target commit of batch 1, before Spark commits its checkpoint: under
     # Connect the fault kills the server's batch worker, as a lost driver would.
@@ -78,11 +80,8 @@ def test_a_run_through_spark_connect_lands_every_event_once_across_a_kill(
 def test_a_client_killed_with_sigkill_mid_run_loses_and_duplicates_nothing(
         connect_server: ConnectServer, broker: EmbeddedBroker, lake: Path,
         request: pytest.FixtureRequest) -> None:
-    topic = f"connect-kill-{uuid.uuid4().hex[:8]}"
-    path = connect_config(lake, broker, connect_server, topic,
-                          source={"max_records_per_batch": 100})
-    sent = produce_events(broker.bootstrap_servers, topic, 800, duplicate_rate=0.1,
-                          poison_rate=0.01, seed=29)
+    path, sent = connect_pipeline(lake, broker, connect_server, per_batch=100, events=800,
+                                  seed=29)
     cfg = load_config(path, environ={})
     lock = Path(cfg.checkpoint) / ".deltasink.lock"
     killed = runner.run(path, kill_after=4.0, kill_after_lock=lock)
