@@ -25,13 +25,13 @@ import json
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING
 
 from pyspark.sql import SparkSession
 
 from pipelines import faults, sql, state
 from pipelines.config.model import PipelineConfig
 from pipelines.errors import CommitError
+from pipelines.ops.redrive_plan import RedrivePlan
 from pipelines.sink.batch import QUARANTINE_KEY
 from pipelines.sink.commit import (
     METADATA_KEY,
@@ -41,9 +41,6 @@ from pipelines.sink.commit import (
 )
 from pipelines.sink.merge import null_safe_or_legacy
 from pipelines.sink.target_merge import merge_into_target
-
-if TYPE_CHECKING:
-    from pipelines.ops.redrive import RedrivePlan
 
 #: The key of a redrive's details in the commit's deltasink userMetadata.
 REDRIVE_KEY = "redrive"
