@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import datetime as dt
 
+import pytest
 from pyspark.sql import DataFrame, SparkSession
 
 from pipelines.kafka.produce import POISON_KINDS
@@ -101,3 +102,34 @@ def test_record_hash_tells_records_apart_and_repeats_on_replay(spark: SparkSessi
     replay = classify(kafka_rows(spark, values), SCHEMA, 10_000)
     assert [r["record_hash"] for r in quarantine_rows(replay, "p1", 3)
             .orderBy("kafka_offset").collect()] == hashes
+
+
+@pytest.mark.parametrize("ansi", ["true", "false"])
+def test_no_poison_kind_fails_the_batch_with_ansi_on_or_off(spark: SparkSession,
+                                                            ansi: str) -> None:
+    """Serverless runs with ``spark.sql.ansi.enabled=true`` (Spark 4's default too), where a
+    failing cast raises instead of giving null: every bad record must still get its reason,
+    and the valid rows and quarantine rows must still compute."""
+    import random
+
+    rng = random.Random(1)
+    poison = [POISON_KINDS[k](rng, i)[1] for i, k in enumerate(POISON_KINDS)]
+    edge = [b'{"event_id":"k","event_type":"t","event_time":"99999-01-01T00:00:00Z"}',
+            b'{"event_id":"k","event_type":"t","event_time":1700000000}',
+            b'{"event_id":"k","event_type":"t","event_time":"2026-01-01T00:00:00Z",'
+            b'"payload":[1]}']
+    before = spark.conf.get("spark.sql.ansi.enabled")
+    spark.conf.set("spark.sql.ansi.enabled", ansi)
+    try:
+        classified = classify(kafka_rows(spark, [GOOD, *poison, *edge]), SCHEMA, 1_048_576)
+        got = [r["_reason"] for r in
+               classified.orderBy("kafka_offset").select("_reason").collect()]
+        valid, bad = valid_events(classified, SCHEMA), quarantine_rows(classified, "p", 0)
+        for rows in (valid, bad):  # every column computed (a Python datetime stops at 9999)
+            rows.write.format("noop").mode("overwrite").save()
+        ids, quarantined = [r["event_id"] for r in valid.collect()], bad.count()
+    finally:
+        spark.conf.set("spark.sql.ansi.enabled", before or "true")
+    assert got[0] is None and all(got[1:]), got
+    assert ids == ["e1"]
+    assert quarantined == len(poison) + len(edge)
