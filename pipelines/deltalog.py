@@ -30,6 +30,9 @@ from pipelines.runtime.store import Store
 #: Versions one glob covers: the last ``_WIDTH`` digits of the 20-digit name are wildcards.
 _WIDTH = 2
 
+#: How far past a known version :meth:`DeltaLogFiles.near` looks for the newest one.
+NEAR = 32
+
 
 @dataclass(frozen=True)
 class LogCommit:
@@ -93,6 +96,22 @@ class DeltaLogFiles:
         """The ``commitInfo`` of ``version``, or None when its file is gone (log cleanup)."""
         return self.commits([version]).get(version)
 
+    def near(self, version: int, limit: int) -> list[LogCommit] | None:
+        """The newest ``limit`` commits, newest first, in one Spark job, when the table's newest
+        version is at most :data:`NEAR` past ``version`` (a version read before: a running
+        query's hint). None when it is not (more commits since, or the table was replaced):
+        the caller reads the log as :meth:`newest` does.
+
+        The commit files are named by version and Delta writes them in order, so the newest
+        name that exists in ``version .. version + NEAR - 1`` is the newest version when it is
+        not the last name of that range.
+        """
+        low = max(0, version - limit + 1)
+        found = self.commits(list(range(low, version + NEAR)))
+        if version not in found or max(found) >= version + NEAR - 1:
+            return None
+        return self._down_from(max(found), found, limit)
+
     def newest(self, limit: int | None) -> list[LogCommit] | None:
         """The newest ``limit`` commits (all still in the log when None), newest first.
 
@@ -103,7 +122,12 @@ class DeltaLogFiles:
         if latest is None:
             return None
         oldest = 0 if limit is None else max(0, latest - limit + 1)
-        found = self.commits(list(range(oldest, latest + 1)))
+        return self._down_from(latest, self.commits(list(range(oldest, latest + 1))), limit)
+
+    @staticmethod
+    def _down_from(latest: int, found: dict[int, LogCommit], limit: int | None
+                   ) -> list[LogCommit]:
+        oldest = 0 if limit is None else max(0, latest - limit + 1)
         out = []
         for version in range(latest, oldest - 1, -1):
             if version not in found:

@@ -99,20 +99,33 @@ def ahead_of_table(committed: Offsets, recorded: Offsets | None) -> list[str]:
 RESTORE_LOOKBACK = 1000
 
 
-def check_not_restored(spark: SparkSession, ref: TableRef, app_id: str, batch_id: int) -> None:
+def check_not_restored(spark: SparkSession, ref: TableRef, app_id: str, batch_id: int,
+                       near: int | None = None) -> int | None:
     """Raise if a ``RESTORE`` undid this query's newest commit while the run was writing.
 
     Reads the newest versions until this query's newest commit is found, at most
     :data:`RESTORE_LOOKBACK` of them, so a batch's cost does not grow with the history.
 
+    Args:
+        spark: the batch's session.
+        ref: the target.
+        app_id: the query's txnAppId.
+        batch_id: the batch about to commit.
+        near: what the previous call returned (one Spark job instead of three when the table
+            has moved on by fewer than ``deltalog.NEAR`` versions since).
+
+    Returns:
+        The version of the query's newest commit (the next call's ``near``), or None.
+
     Raises:
         CheckpointMismatchError: the query's newest commit was undone by a RESTORE.
     """
     if batch_id == 0:
-        return
+        return None
     newest = state.search(spark, ref, lambda c: c.app_id == app_id, window=4,
-                          limit=RESTORE_LOOKBACK)
+                          limit=RESTORE_LOOKBACK, near=near)
     if newest is not None and newest.undone_by is not None:
         raise CheckpointMismatchError(
             f"the target was restored while this run was writing: RESTORE (version "
             f"{newest.undone_by}) undid batch {newest.batch_id} (version {newest.version})")
+    return None if newest is None else newest.version

@@ -95,6 +95,7 @@ class BatchSink:
     source: Mapping[str, Any] = field(default_factory=dict)
     fault_spec: str | None = field(default_factory=faults.current_spec)
     _query: str | None = field(default=None, init=False, repr=False)
+    _near: int | None = field(default=None, init=False, repr=False)
 
     def __call__(self, batch: DataFrame, batch_id: int) -> None:
         """Process one micro-batch (Spark calls this; replays arrive with the same batch id).
@@ -200,7 +201,8 @@ class BatchSink:
 
         def before_commit() -> None:
             self.guard(spark, batch_id)
-            check_not_restored(spark, self.config.target.ref, app_id, batch_id)
+            self._near = check_not_restored(spark, self.config.target.ref, app_id, batch_id,
+                                            self._near)
             faults.maybe_crash("before_target_commit", batch_id, self.fault_spec)
 
         return merge_into_target(spark, self.config, deduped, values, app_id, batch_id,

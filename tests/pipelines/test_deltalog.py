@@ -62,3 +62,16 @@ def test_the_newest_version_is_found_past_a_hundred_commits_without_a_checkpoint
     assert files.latest_version() == 204  # three globs: 0..99, 100..199, 200..299
     newest = files.newest(2)
     assert [(c.version, c.userMetadata) for c in newest or []] == [(204, "v204"), (203, "v203")]
+
+
+def test_a_version_read_before_finds_the_newest_commits_in_one_read_or_says_it_cannot(
+        spark: SparkSession, lake: Path) -> None:
+    log = lake / "t" / "_delta_log"
+    log.mkdir(parents=True)
+    for version in range(0, 50):
+        info = {"commitInfo": {"operation": "WRITE", "userMetadata": f"v{version}"}}
+        (log / f"{version:020d}.json").write_text(json.dumps(info) + "\n")
+    files = DeltaLogFiles(Store(spark), str(lake / "t"))
+    assert [c.version for c in files.near(40, 3) or []] == [49, 48, 47]
+    assert files.near(10, 3) is None  # 49 >= 10 + NEAR - 1: there may be newer ones
+    assert files.near(60, 3) is None  # the hint is past the log (a replaced table)
