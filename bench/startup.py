@@ -4,7 +4,7 @@ Two costs are timed apart, each with Delta's in-process log cache cleared first,
 process:
 
 - **deltasink's read**: ``state.recorded_offsets``, what run.py reads from the target's log
-  before streaming. It opens the newest commit files by name (``pipelines/deltalog.py``). The
+  before streaming. It opens the newest commit files by name (``pipelines/ledger/deltalog.py``). The
   goal: the long table costs at most 1.2x the fresh one.
 - **Delta's snapshot load** (``DeltaTable.forPath``), which every Delta reader and writer pays,
   deltasink or not. On a local disk Delta lists the whole ``_delta_log`` folder to find the
@@ -34,7 +34,7 @@ from typing import Any
 from pyspark.sql import SparkSession
 
 from bench.run import RESULTS, say
-from pipelines import state
+from pipelines.ledger import state
 from pipelines.sink.commit import commit_metadata, txn
 from pipelines.tables import TableRef
 

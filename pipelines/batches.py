@@ -8,7 +8,7 @@ what it did. Its userMetadata carries the batch's counts, freshness and timings,
 
 A batch that read rows and left no target commit of this run's was skipped by Delta as an
 already committed txn: a replay (the batch itself proved that before it returned, see
-``pipelines/reconcile.py::prove_replay``).
+``pipelines/ledger/reconcile.py::prove_replay``).
 """
 
 from __future__ import annotations

@@ -28,10 +28,10 @@ from typing import Any
 
 from pyspark.sql import SparkSession
 
-from pipelines import state
 from pipelines.config.model import PipelineConfig
 from pipelines.errors import BrokerError
 from pipelines.kafka import topics
+from pipelines.ledger import state
 
 
 def progress_lags(progresses: Iterable[Any]) -> dict[tuple[str, int], int]:

@@ -22,9 +22,9 @@ from pathlib import Path
 
 from pyspark.sql import SparkSession
 
-from pipelines import checkpoint
 from pipelines.config.model import PipelineConfig
 from pipelines.errors import ConfigError
+from pipelines.ledger import checkpoint
 from pipelines.runtime.spark import is_connect
 from pipelines.tables import TableRef
 

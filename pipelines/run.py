@@ -11,7 +11,7 @@ from pyspark.errors import StreamingQueryException
 from pyspark.sql import SparkSession
 from pyspark.sql.streaming.query import StreamingQuery
 
-from pipelines import checkpoint, preflight
+from pipelines import preflight
 from pipelines.batches import BatchFeed
 from pipelines.config.model import PipelineConfig
 from pipelines.config.units import parse_duration
@@ -26,8 +26,9 @@ from pipelines.kafka import topics
 from pipelines.kafka.retention import check_retention
 from pipelines.kafka.source import read_stream, starting_offsets
 from pipelines.lag import harvester
-from pipelines.lease import Lease, single_writer
-from pipelines.resume import Resume, agree, recover
+from pipelines.ledger import checkpoint
+from pipelines.ledger.lease import Lease, single_writer
+from pipelines.ledger.resume import Resume, agree, recover
 from pipelines.runtime.phases import Phases
 from pipelines.runtime.spark import side_session
 from pipelines.sink.avro import writer_schemas

@@ -5,7 +5,7 @@ id)`` keys it writes (:func:`stamp`). At each start the backfill must know wheth
 committed to the target lacks its row; asking Spark costs a Delta snapshot of both tables and
 several jobs (about 10 s of a cold scheduled run). :func:`all_recorded` answers the common case
 without a Spark job: it opens the newest commit files of both tables by name
-(:mod:`pipelines.deltalog`) and finds each of the target's recent batches in a marked metrics
+(:mod:`pipelines.ledger.deltalog`) and finds each of the target's recent batches in a marked metrics
 commit.
 
 It can only answer "all recorded", never "missing": any doubt sends the backfill to its Spark
@@ -24,7 +24,7 @@ from typing import Any
 from pyspark.sql import SparkSession
 
 from pipelines.config.model import PipelineConfig
-from pipelines.deltalog import DeltaLogFiles, LogCommit
+from pipelines.ledger.deltalog import DeltaLogFiles, LogCommit
 from pipelines.runtime.store import Store
 from pipelines.sink.commit import BATCH_KEY, parse_commit_metadata
 

@@ -17,8 +17,8 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from pipelines.config.model import PipelineConfig
-from pipelines.deltalog import DeltaLogFiles
 from pipelines.errors import QualityError
+from pipelines.ledger.deltalog import DeltaLogFiles
 from pipelines.runtime.store import Store
 from pipelines.sink.metrics import RunResult
 from pipelines.tables import TableRef
@@ -37,7 +37,7 @@ from quality.suites import (
 
 def latest_version(spark: SparkSession, ref: TableRef) -> int:
     """The latest committed version of a Delta table (a path table's is read from its log by
-    file name, ``pipelines/deltalog.py``: no table scan).
+    file name, ``pipelines/ledger/deltalog.py``: no table scan).
 
     Raises:
         QualityError: the table does not exist.

@@ -6,7 +6,7 @@
    with txnVersion = the target's latest version when the redrive starts. That is above every
    earlier redrive's txnVersion (each committed a newer version than its own), so Delta never
    skips a redrive, and choosing it needs no scan of the log. The commit is marked
-   ``"replay": true`` (so :func:`pipelines.state.recorded_offsets` ignores it: the pipeline's
+   ``"replay": true`` (so :func:`pipelines.ledger.state.recorded_offsets` ignores it: the pipeline's
    Kafka offsets stay put) and carries ``"redrive"`` details.
 2. Then one MERGE into the quarantine table sets ``redriven_at`` and ``redriven_version`` (the
    target version of step 1) on those rows, and the new reason on rows that still fail for
@@ -28,9 +28,10 @@ from datetime import UTC, datetime
 
 from pyspark.sql import SparkSession
 
-from pipelines import faults, sql, state
+from pipelines import faults, sql
 from pipelines.config.model import PipelineConfig
 from pipelines.errors import CommitError
+from pipelines.ledger import state
 from pipelines.ops.redrive_plan import RedrivePlan
 from pipelines.sink.batch import QUARANTINE_KEY
 from pipelines.sink.commit import (

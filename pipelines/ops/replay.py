@@ -6,7 +6,8 @@ only rows missing from the target (or records missing from quarantine) are writt
 from the first offset at or after the timestamp up to the offsets that are latest when it starts
 (an availableNow query), with its own temporary checkpoint and its own txn app id
 (``deltasink-replay:<pipeline>:<id>``). Its commits are marked ``"replay": true``, which
-:func:`pipelines.state.recorded_offsets` ignores: the pipeline's offsets and checkpoint stay put.
+:func:`pipelines.ledger.state.recorded_offsets` ignores: the pipeline's offsets and checkpoint
+stay put.
 """
 
 from __future__ import annotations
@@ -20,12 +21,12 @@ from datetime import UTC, datetime
 from pyspark.errors import StreamingQueryException
 from pyspark.sql import SparkSession
 
-from pipelines import checkpoint
 from pipelines.batches import BatchFeed
 from pipelines.config.model import PipelineConfig
 from pipelines.errors import ConfigError, DeltasinkError, raised_in_batch
 from pipelines.kafka import admin, topics
 from pipelines.kafka.source import read_stream
+from pipelines.ledger import checkpoint
 from pipelines.runtime.hadoop import HadoopFS
 from pipelines.sink.batch import BatchSink
 from pipelines.sink.metrics import BatchMetrics

@@ -1,11 +1,11 @@
 """``deltasink rewind``: restore the target (and quarantine) to a version, then re-ingest.
 
 The target is restored with Delta's RESTORE. Its log then says the input stopped where version
-V's commit said, because :mod:`pipelines.state` ignores commits a RESTORE undid. RESTORE does not
-roll back Delta's txn versions, so the streaming checkpoint is retired as well: the next run gets
-a new query id, hence a new txn app id whose batch ids are not skipped, and it resumes from the
-offsets recorded at V. The quarantine table is restored to its newest version committed at or
-before V's commit; its MERGE is insert-only on Kafka coordinates, so re-ingesting cannot
+V's commit said, because :mod:`pipelines.ledger.state` ignores commits a RESTORE undid. RESTORE
+does not roll back Delta's txn versions, so the streaming checkpoint is retired as well: the next
+run gets a new query id, hence a new txn app id whose batch ids are not skipped, and it resumes
+from the offsets recorded at V. The quarantine table is restored to its newest version committed
+at or before V's commit; its MERGE is insert-only on Kafka coordinates, so re-ingesting cannot
 duplicate a quarantined record even where the two points do not line up exactly.
 """
 
@@ -17,11 +17,11 @@ from datetime import datetime
 
 from pyspark.sql import SparkSession
 
-from pipelines import checkpoint, state
 from pipelines.config.model import PipelineConfig
 from pipelines.errors import CommitError, ConfigError, SourceError
 from pipelines.kafka import topics
-from pipelines.lease import single_writer
+from pipelines.ledger import checkpoint, state
+from pipelines.ledger.lease import single_writer
 from pipelines.runtime.store import Store
 from pipelines.tables import TableRef
 

@@ -7,9 +7,9 @@ from typing import Any
 
 from pyspark.sql import SparkSession
 
-from pipelines import checkpoint, state
 from pipelines.config.model import PipelineConfig
 from pipelines.errors import CheckpointError
+from pipelines.ledger import checkpoint, state
 from pipelines.sink.freshness import age_seconds
 
 

@@ -26,7 +26,7 @@ from pyspark.sql import DataFrame, SparkSession
 from pipelines import faults
 from pipelines.config.model import DATE_COLUMN, PipelineConfig
 from pipelines.errors import CheckpointError
-from pipelines.reconcile import check_not_restored, prove_replay
+from pipelines.ledger.reconcile import check_not_restored, prove_replay
 from pipelines.sink import freshness
 from pipelines.sink.commit import (
     app_id_for,
@@ -78,7 +78,7 @@ class BatchSink:
         replay: a ``deltasink replay`` run: its own txn app id, commits marked as replays.
         say: prints one progress line (a batch re-run after a lost executor).
         source: the Kafka cluster id and topic ids the offsets refer to, recorded with each
-            target commit (``pipelines.resume.Resume.metadata``).
+            target commit (``pipelines.ledger.resume.Resume.metadata``).
         fault_spec: the test-only fault spec of the process that started the query
             (``pipelines/faults.py``), carried to wherever the batch runs.
     """

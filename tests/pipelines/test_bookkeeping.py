@@ -9,11 +9,11 @@ from pathlib import Path
 import pytest
 from pyspark.sql import Row, SparkSession
 
-from pipelines import state
 from pipelines.config.loader import load_config
 from pipelines.config.model import PipelineConfig
 from pipelines.kafka.broker import EmbeddedBroker
 from pipelines.kafka.produce import ProduceSummary, produce_events
+from pipelines.ledger import state
 from pipelines.run import run_pipeline
 from tests.support.checker import check
 from tests.support.configs import make_config, write_config

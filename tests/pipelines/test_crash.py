@@ -9,10 +9,10 @@ from pathlib import Path
 import pytest
 from pyspark.sql import SparkSession
 
-from pipelines import state
 from pipelines.config.loader import load_config
 from pipelines.kafka.broker import EmbeddedBroker
 from pipelines.kafka.produce import produce_events
+from pipelines.ledger import state
 from tests.support.checker import check
 from tests.support.configs import write_config
 from tests.support.runner import run

@@ -9,11 +9,11 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.types import BinaryType
 
-from pipelines import checkpoint
 from pipelines.config.loader import load_config
 from pipelines.kafka.broker import EmbeddedBroker
 from pipelines.kafka.produce import produce_events
 from pipelines.kafka.source import read_stream
+from pipelines.ledger import checkpoint
 from pipelines.sink.batch import BatchSink
 from pipelines.sink.materialize import materialize, release
 from pipelines.sink.parse import classify, valid_events

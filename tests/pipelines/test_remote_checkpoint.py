@@ -18,7 +18,7 @@ from pyspark.sql import SparkSession
 from pipelines.errors import CheckpointError
 from pipelines.kafka.broker import EmbeddedBroker
 from pipelines.kafka.produce import produce_events
-from pipelines.lease import Lease
+from pipelines.ledger.lease import Lease
 from pipelines.run import run_pipeline
 from pipelines.runtime.hadoop import HadoopFS
 from pipelines.runtime.store import Store

@@ -9,9 +9,9 @@ from pathlib import Path
 import pytest
 from pyspark.sql import SparkSession
 
-from pipelines.deltalog import LogCommit
 from pipelines.kafka.broker import EmbeddedBroker
 from pipelines.kafka.produce import produce_events
+from pipelines.ledger.deltalog import LogCommit
 from pipelines.run import run_pipeline
 from quality.backfill import WINDOW, backfill_run_metrics
 from quality.metrics_log import all_recorded, keeps_rows, stamp, stamped

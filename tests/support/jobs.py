@@ -13,9 +13,9 @@ from dataclasses import dataclass, field
 
 from pyspark.sql import DataFrame, SparkSession
 
-from pipelines import checkpoint
 from pipelines.config.model import PipelineConfig
 from pipelines.kafka.source import read_stream
+from pipelines.ledger import checkpoint
 from pipelines.sink.batch import BatchSink
 from pipelines.sink.metrics import BatchMetrics
 from pipelines.sink.tables import ensure_sink_tables

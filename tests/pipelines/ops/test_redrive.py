@@ -11,11 +11,11 @@ import pytest
 from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
 
-from pipelines import state
 from pipelines.config.model import PipelineConfig
 from pipelines.errors import ConfigError
 from pipelines.kafka.broker import EmbeddedBroker
 from pipelines.kafka.topics import ensure_topic
+from pipelines.ledger import state
 from pipelines.ops.quarantine_list import list_quarantine
 from pipelines.ops.redrive import redrive
 from pipelines.ops.redrive_commit import redrive_app_id

@@ -9,9 +9,9 @@ from pathlib import Path
 import pytest
 from pyspark.sql import SparkSession
 
-from pipelines import state
 from pipelines.kafka.broker import EmbeddedBroker
 from pipelines.kafka.produce import produce_events
+from pipelines.ledger import state
 from pipelines.ops.replay import replay
 from pipelines.run import run_pipeline
 from tests.support.checker import check

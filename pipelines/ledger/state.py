@@ -17,7 +17,7 @@ from typing import Any
 
 from pyspark.sql import Row, SparkSession
 
-from pipelines.deltalog import DeltaLogFiles, LogCommit
+from pipelines.ledger.deltalog import DeltaLogFiles, LogCommit
 from pipelines.runtime.store import Store
 from pipelines.sink.commit import SOURCE_KEY, parse_commit_metadata
 from pipelines.tables import TableRef
@@ -56,8 +56,8 @@ def _history(spark: SparkSession, ref: TableRef, limit: int | None,
              near: int | None = None) -> list[HistoryRow]:
     """The newest ``limit`` history rows (all when None), newest first.
 
-    A path table's commit files are opened by name (:mod:`pipelines.deltalog`), which costs the
-    same on a table with 10 commits as on one with 260,000; catalog tables use ``history()``.
+    A path table's commit files are opened by name (:mod:`pipelines.ledger.deltalog`), which costs
+    the same on a table with 10 commits as on one with 260,000; catalog tables use ``history()``.
     The whole history (``limit=None``) is left to ``history()`` too: one listing and a read in
     the JVM beat opening every commit file from Python (``DESCRIBE HISTORY LIMIT 4`` is four
     Spark jobs, measured; the reads by name are two or three, and one when ``near`` names a

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 from pyspark.sql import SparkSession
 
-from pipelines import state
+from pipelines.ledger import state
 from pipelines.sink.commit import commit_metadata, mark_replay, txn
 from pipelines.tables import TableRef
 

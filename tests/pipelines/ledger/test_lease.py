@@ -20,7 +20,7 @@ from pipelines.config.loader import load_config
 from pipelines.errors import CheckpointError
 from pipelines.kafka.broker import EmbeddedBroker
 from pipelines.kafka.produce import produce_events
-from pipelines.lease import LEASE_TTL, Lease
+from pipelines.ledger.lease import LEASE_TTL, Lease
 from pipelines.run import run_pipeline
 from tests.support import runner
 from tests.support.checker import check

@@ -16,10 +16,10 @@ from pathlib import Path
 import pytest
 from pyspark.sql import SparkSession
 
-from pipelines import checkpoint
 from pipelines.kafka.broker import EmbeddedBroker
 from pipelines.kafka.produce import produce_events
-from pipelines.reconcile import ahead_of_table, differences
+from pipelines.ledger import checkpoint
+from pipelines.ledger.reconcile import ahead_of_table, differences
 from pipelines.run import run_pipeline
 from tests.support.checker import check
 from tests.support.configs import make_config

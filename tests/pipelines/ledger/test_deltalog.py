@@ -7,7 +7,7 @@ from pathlib import Path
 
 from pyspark.sql import SparkSession
 
-from pipelines.deltalog import DeltaLogFiles
+from pipelines.ledger.deltalog import DeltaLogFiles
 from pipelines.runtime.store import Store
 from pipelines.tables import TableRef
 

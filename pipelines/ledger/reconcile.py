@@ -30,8 +30,8 @@ from __future__ import annotations
 
 from pyspark.sql import SparkSession
 
-from pipelines import state
 from pipelines.errors import CheckpointMismatchError
+from pipelines.ledger import state
 from pipelines.tables import TableRef
 
 Offsets = dict[str, dict[int, int]]

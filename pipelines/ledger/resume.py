@@ -9,7 +9,8 @@ Before the query starts, three sources must tell one story:
   created again, or the same name on another cluster, restarts at offset 0).
 
 When they disagree, the checkpoint is moved aside and the run resumes from the offsets the table
-records (the lost-checkpoint path, see ``pipelines.reconcile``), reading a recreated topic from
+records (the lost-checkpoint path, see
+``pipelines.ledger.reconcile``), reading a recreated topic from
 its start. The insert-only MERGEs keep anything already landed from being written twice.
 """
 
@@ -21,10 +22,10 @@ from typing import Any
 
 from pyspark.sql import SparkSession
 
-from pipelines import checkpoint, reconcile, state
 from pipelines.config.model import PipelineConfig
 from pipelines.kafka import identity
-from pipelines.lease import Lease
+from pipelines.ledger import checkpoint, reconcile, state
+from pipelines.ledger.lease import Lease
 
 Offsets = dict[str, dict[int, int]]
 
@@ -121,7 +122,7 @@ def recover(spark: SparkSession, config: PipelineConfig, lease: Lease,
             say: Callable[[str], None], reason: str) -> None:
     """Move a checkpoint that disagrees with the table aside; resume from the table's offsets.
 
-    This is the lost-checkpoint path (see ``pipelines.reconcile`` for why it loses and
+    This is the lost-checkpoint path (see ``pipelines.ledger.reconcile`` for why it loses and
     duplicates nothing); the old checkpoint is kept next to the new one for inspection.
     """
     moved = checkpoint.retire(spark, config.checkpoint)

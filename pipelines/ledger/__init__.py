@@ -1,0 +1,7 @@
+"""The ledger: what has landed and who may write.
+
+What the checkpoint planned and committed (``checkpoint``), what the target's Delta log records
+(``deltalog``, ``state``), whether the two agree (``reconcile``), where a run starts
+(``resume``), and the single-writer lease (``lease``). Every read goes through Spark
+(``pipelines.runtime.store``, Delta SQL), so it works on any store and over Spark Connect.
+"""
