@@ -23,8 +23,8 @@ from pathlib import Path
 from pyspark.sql import SparkSession
 
 from pipelines.config.model import PipelineConfig
+from pipelines.config.paths import is_local
 from pipelines.errors import ConfigError
-from pipelines.ledger import checkpoint
 from pipelines.runtime.spark import is_connect
 from pipelines.tables import TableRef
 
@@ -63,7 +63,7 @@ def check_locations(spark: SparkSession, config: PipelineConfig) -> list[str]:
         if same != key:
             raise ConfigError(f"{same} and {key} are the same location ({location}); give each "
                               "its own folder.")
-    local = {k: v for k, v in folders.items() if checkpoint.is_local(v)}
+    local = {k: v for k, v in folders.items() if is_local(v)}
     if local and is_connect(spark):
         return [f"preflight: {', '.join(sorted(local))} are paths on the Spark Connect "
                 "server's machine; whether they can be written is checked there, at the first "

@@ -71,3 +71,8 @@ def resolve_relative_paths(raw: dict[str, Any], base: Path) -> dict[str, Any]:
     if isinstance(schema, str) and is_schema_file(schema) and not schema.startswith("/"):
         out["schema"] = str((base / schema).resolve())
     return out
+
+
+def is_local(location: str) -> bool:
+    """Whether the location is a plain local (or FUSE-mounted) folder rather than a URI."""
+    return "://" not in location and not location.startswith(("dbfs:", "file:"))

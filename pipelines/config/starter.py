@@ -12,8 +12,8 @@ import re
 from pathlib import Path
 
 from pipelines.config.loader import load_config
+from pipelines.config.paths import is_local
 from pipelines.errors import ConfigError
-from pipelines.ledger.checkpoint import is_local
 
 #: A catalog table name (``schema.table`` or ``catalog.schema.table``), as for notebook widgets.
 _TABLE_NAME = re.compile(r"^[A-Za-z0-9_]+(\.[A-Za-z0-9_]+){1,2}$")

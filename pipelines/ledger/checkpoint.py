@@ -22,11 +22,6 @@ from pipelines.runtime.store import Store
 Offsets = dict[str, dict[int, int]]
 
 
-def is_local(location: str) -> bool:
-    """Whether the location is a plain local (or FUSE-mounted) folder rather than a URI."""
-    return "://" not in location and not location.startswith(("dbfs:", "file:"))
-
-
 def _join(location: str, *parts: str) -> str:
     return "/".join([location.rstrip("/"), *parts])
 

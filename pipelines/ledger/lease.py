@@ -45,8 +45,8 @@ from pyspark.sql.streaming.query import StreamingQuery
 from pyspark.sql.streaming.readwriter import DataStreamWriter
 
 from pipelines import faults
+from pipelines.config.paths import is_local
 from pipelines.errors import CheckpointError
-from pipelines.ledger.checkpoint import is_local
 from pipelines.runtime.processes import pid_alive
 
 #: A lease not renewed for this long (by the Spark server's clock) belongs to a run that is gone.
