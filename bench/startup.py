@@ -35,7 +35,8 @@ from pyspark.sql import SparkSession
 
 from bench.run import RESULTS, say
 from pipelines.ledger import state
-from pipelines.sink.commit import commit_metadata, txn
+from pipelines.ledger.record import commit_metadata
+from pipelines.sink.commit import txn
 from pipelines.tables import TableRef
 
 PIPELINE = "bench_startup"

@@ -22,7 +22,7 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from pipelines.config.model import PipelineConfig
-from pipelines.sink.commit import BATCH_KEY, METADATA_KEY, parse_commit_metadata
+from pipelines.ledger.record import BATCH_KEY, METADATA_KEY, parse_commit_metadata
 from pipelines.sink.metrics import BatchMetrics
 from pipelines.tables import TableRef
 from quality.metrics_log import all_recorded, rebuildable

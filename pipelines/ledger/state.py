@@ -18,8 +18,8 @@ from typing import Any
 from pyspark.sql import Row, SparkSession
 
 from pipelines.ledger.deltalog import DeltaLogFiles, LogCommit
+from pipelines.ledger.record import SOURCE_KEY, parse_commit_metadata
 from pipelines.runtime.store import Store
-from pipelines.sink.commit import SOURCE_KEY, parse_commit_metadata
 from pipelines.tables import TableRef
 
 #: The first window of newest versions read from the log (the pipeline's own newest commit is

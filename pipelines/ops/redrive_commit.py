@@ -32,14 +32,10 @@ from pipelines import faults, sql
 from pipelines.config.model import PipelineConfig
 from pipelines.errors import CommitError
 from pipelines.ledger import state
+from pipelines.ledger.record import METADATA_KEY, commit_metadata, mark_replay
 from pipelines.ops.redrive_plan import RedrivePlan
 from pipelines.sink.batch import QUARANTINE_KEY
-from pipelines.sink.commit import (
-    METADATA_KEY,
-    commit_metadata,
-    mark_replay,
-    with_conflict_retry,
-)
+from pipelines.sink.commit import with_conflict_retry
 from pipelines.sink.merge import null_safe_or_legacy
 from pipelines.sink.target_merge import merge_into_target
 

@@ -27,15 +27,9 @@ from pipelines import faults
 from pipelines.config.model import DATE_COLUMN, PipelineConfig
 from pipelines.errors import CheckpointError
 from pipelines.ledger.reconcile import check_not_restored, prove_replay
+from pipelines.ledger.record import app_id_for, commit_metadata, mark_replay, replay_app_id
 from pipelines.sink import freshness
-from pipelines.sink.commit import (
-    app_id_for,
-    commit_metadata,
-    mark_replay,
-    replay_app_id,
-    txn,
-    with_conflict_retry,
-)
+from pipelines.sink.commit import txn, with_conflict_retry
 from pipelines.sink.materialize import release
 from pipelines.sink.merge import (
     MergeOutcome,

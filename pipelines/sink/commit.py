@@ -1,19 +1,19 @@
-"""Idempotent Delta commits: the txn action, the offsets carried in the commit, conflict retry.
+"""Idempotent Delta commits: the txn action and conflict retry.
 
 A commit is keyed on (txnAppId, txnVersion = batch id). Delta silently skips a commit whose
 version is not above the one recorded for the app id, so a replayed batch is a no-op. The app id
 includes the streaming query id, which changes when the checkpoint is recreated: batch ids then
 restart at 0 under a new app id instead of being skipped (which would lose data silently).
+What a commit records (its userMetadata) is :mod:`pipelines.ledger.record`.
 """
 
 from __future__ import annotations
 
-import json
 import random
 import time
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from typing import Any, TypeVar
+from typing import TypeVar
 
 from pyspark.sql import SparkSession
 
@@ -23,11 +23,6 @@ TXN_APP_ID = "spark.databricks.delta.write.txnAppId"
 TXN_VERSION = "spark.databricks.delta.write.txnVersion"
 TXN_AUTO_RESET = "spark.databricks.delta.write.txnVersion.autoReset.enabled"
 USER_METADATA = "spark.databricks.delta.commitInfo.userMetadata"
-METADATA_KEY = "deltasink"
-#: The key of the batch's counts inside the deltasink userMetadata.
-BATCH_KEY = "batch"
-#: The key of the Kafka identity (cluster id, topic ids) inside the deltasink userMetadata.
-SOURCE_KEY = "source"
 #: What a failed target/quarantine commit means (the default ``aftermath`` of a retry).
 NOTHING_COMMITTED = ("nothing was committed for this batch, and the next run retries it. "
                      "Raise target.commit_retries if writers overlap often.")
@@ -38,50 +33,6 @@ CONFLICTS = ("ConcurrentAppendException", "ConcurrentDeleteReadException",
              "MetadataChangedException", "ProtocolChangedException", "DELTA_CONCURRENT_")
 
 T = TypeVar("T")
-Offsets = Mapping[str, Mapping[int, int]]
-
-
-def app_id_for(pipeline: str, query_id: str) -> str:
-    """The txnAppId of a pipeline's streaming query."""
-    return f"deltasink:{pipeline}:{query_id}"
-
-
-def commit_metadata(pipeline: str, app_id: str, batch_id: int, run_id: str,
-                    offsets: Offsets, counts: Mapping[str, Any] | None = None,
-                    source: Mapping[str, Any] | None = None) -> str:
-    """The JSON stored as the commit's userMetadata: who wrote it, and where its input ended.
-
-    Args:
-        pipeline: the pipeline name.
-        app_id: the txnAppId.
-        batch_id: the txnVersion.
-        run_id: the run that wrote the commit.
-        offsets: the next offsets to read per topic and partition (exclusive end).
-        counts: the batch's counts known before the commit (``BatchMetrics.commit_counts``),
-            stored under ``batch``: the commit is then the source of truth for its metrics row.
-        source: the Kafka cluster id and topic ids the offsets refer to
-            (``{"cluster_id": ..., "topic_ids": {...}}``, see ``pipelines.kafka.identity``).
-    """
-    body: dict[str, Any] = {
-        "pipeline": pipeline, "app_id": app_id, "batch_id": batch_id, "run_id": run_id,
-        "offsets": {t: {str(p): o for p, o in sorted(ps.items())}
-                    for t, ps in sorted(offsets.items())}}
-    if counts is not None:
-        body[BATCH_KEY] = dict(counts)
-    if source:
-        body[SOURCE_KEY] = dict(source)
-    return json.dumps({METADATA_KEY: body}, separators=(",", ":"))
-
-
-def parse_commit_metadata(text: str | None) -> dict[str, Any] | None:
-    """The deltasink part of a commit's userMetadata, or None for other writers' commits."""
-    if not text:
-        return None
-    try:
-        body = json.loads(text).get(METADATA_KEY)
-    except (ValueError, AttributeError):
-        return None
-    return body if isinstance(body, dict) else None
 
 
 @contextmanager
@@ -140,15 +91,3 @@ def with_conflict_retry(action: Callable[[], T], *, retries: int, what: str,
                     f"{aftermath}") from exc
             sleep(min(30.0, backoff * 2**attempt) * (0.5 + random.random()))
     raise AssertionError("unreachable")
-
-
-def replay_app_id(pipeline: str, replay_id: str) -> str:
-    """The txnAppId of a ``deltasink replay`` run (never the pipeline's own)."""
-    return f"deltasink-replay:{pipeline}:{replay_id}"
-
-
-def mark_replay(metadata: str) -> str:
-    """``metadata`` with ``"replay": true``: recorded offsets ignore such commits."""
-    body = json.loads(metadata)
-    body[METADATA_KEY]["replay"] = True
-    return json.dumps(body, separators=(",", ":"))

@@ -8,14 +8,8 @@ import pytest
 
 from pipelines.errors import CommitError
 from pipelines.faults import should_crash
-from pipelines.sink.commit import (
-    BATCH_KEY,
-    app_id_for,
-    commit_metadata,
-    is_conflict,
-    parse_commit_metadata,
-    with_conflict_retry,
-)
+from pipelines.ledger.record import BATCH_KEY, app_id_for, commit_metadata, parse_commit_metadata
+from pipelines.sink.commit import is_conflict, with_conflict_retry
 from pipelines.sink.metrics import BatchMetrics, commit_counts
 
 

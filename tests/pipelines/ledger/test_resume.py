@@ -17,8 +17,8 @@ from pyspark.sql import SparkSession
 from pipelines.kafka.broker import EmbeddedBroker
 from pipelines.kafka.identity import SourceIdentity, recreated
 from pipelines.kafka.produce import produce_events
+from pipelines.ledger.record import parse_commit_metadata
 from pipelines.run import run_pipeline
-from pipelines.sink.commit import parse_commit_metadata
 from tests.support.checker import check
 from tests.support.configs import make_config
 

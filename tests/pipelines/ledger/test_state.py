@@ -8,7 +8,8 @@ import pytest
 from pyspark.sql import SparkSession
 
 from pipelines.ledger import state
-from pipelines.sink.commit import commit_metadata, mark_replay, txn
+from pipelines.ledger.record import commit_metadata, mark_replay
+from pipelines.sink.commit import txn
 from pipelines.tables import TableRef
 
 
