@@ -25,8 +25,8 @@ from pipelines.errors import (
 from pipelines.kafka import topics
 from pipelines.kafka.retention import check_retention
 from pipelines.kafka.source import read_stream, starting_offsets
-from pipelines.lag import harvester
 from pipelines.ledger import checkpoint
+from pipelines.ledger.lag import harvester
 from pipelines.ledger.lease import Lease, single_writer
 from pipelines.ledger.resume import Resume, agree, recover
 from pipelines.runtime.phases import Phases
@@ -40,7 +40,7 @@ log = logging.getLogger("deltasink")
 Progress = Callable[[str], None]
 #: Writes the run-metrics rows noted since its last call, with each batch's lag from the query's
 #: progress; never raises.
-Harvest = Callable[..., None]  # harvest(query, final=False): pipelines.lag.harvester
+Harvest = Callable[..., None]  # harvest(query, final=False): pipelines.ledger.lag.harvester
 
 #: Seconds between two writes of run-metrics rows while a query runs (one append, on the driver,
 #: beside the batches); the query's end writes the rest.

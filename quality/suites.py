@@ -37,7 +37,7 @@ from great_expectations.expectations.expectation import Expectation
 
 from pipelines.config.model import PipelineConfig
 from pipelines.config.upsert import KAFKA_SEQUENCE
-from pipelines.lag import Lag
+from pipelines.ledger.lag import Lag
 from pipelines.sink.metrics import RunResult
 from pipelines.sink.upsert import DELETED
 from quality.model import ExpectationOutcome

@@ -67,13 +67,13 @@ def freshness_outcomes(spark: SparkSession, config: PipelineConfig,
                        now: datetime) -> list[ExpectationOutcome]:
     """The lag and staleness checks that ``quality.max_lag_records`` / ``max_staleness`` ask for.
 
-    The lag is asked of Kafka now (``pipelines.lag.current_lag``), not read from the last
+    The lag is asked of Kafka now (``pipelines.ledger.lag.current_lag``), not read from the last
     batch: a pipeline that stopped with a backlog has no batch that would show it.
     """
     quality = config.quality
     if quality.max_lag_records is None and quality.max_staleness is None:
         return []
-    from pipelines.lag import current_lag
+    from pipelines.ledger.lag import current_lag
 
     lag = current_lag(spark, config)
     out = []

@@ -47,7 +47,7 @@ def lag_and_freshness(spark: SparkSession, config: PipelineConfig,
                       now: datetime | None = None) -> dict[str, Any]:
     """The lag now (asked of Kafka) and the age of the newest event and Kafka timestamp inserted
     (from the run-metrics table)."""
-    from pipelines.lag import current_lag
+    from pipelines.ledger.lag import current_lag
     from quality.results_read import newest_inserted
 
     now = now or datetime.now(UTC)

@@ -29,7 +29,7 @@ class BatchMetrics:
     ``lag_records`` is what Kafka held past the batch's end offsets when Spark planned it
     (``latestOffset - endOffset`` in the query's progress, summed over partitions); the
     progress exists only once the batch is over, so it is filled in afterwards
-    (``pipelines/lag.py``). All are None for a batch without rows and for backfilled rows.
+    (``pipelines/ledger/lag.py``). All are None for a batch without rows and for backfilled rows.
 
     Upsert mode (``target.mode: upsert``): ``updated`` rows were replaced by a newer version
     (the MERGE's ``numTargetRowsUpdated``), and ``records_in = quarantined +

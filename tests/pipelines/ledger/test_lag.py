@@ -14,7 +14,7 @@ from pipelines.cli import main
 from pipelines.config.loader import load_config
 from pipelines.kafka.broker import EmbeddedBroker
 from pipelines.kafka.produce import produce_events
-from pipelines.lag import harvester, progress_lags
+from pipelines.ledger.lag import harvester, progress_lags
 from pipelines.ops.status import collect_status, format_status
 from pipelines.run import run_pipeline
 from quality.results_read import read_run_metrics, read_validation_results
