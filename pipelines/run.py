@@ -141,18 +141,18 @@ def _stream(spark: SparkSession, config: PipelineConfig, run_id: str, trigger: s
     recoveries = 0
     while True:
         start: str = config.source.starting_offsets
-        if not checkpoint.has_state(spark, config.checkpoint):
+        location = checkpoint.active(spark, config.checkpoint)  # changes when it is retired
+        if not checkpoint.has_state(spark, location):
             start = starting_offsets(resume.offsets, partitions, start)
             if resume.offsets:
                 say("no checkpoint state: resuming from the offsets recorded in the target table")
-        location = config.checkpoint
         sink = BatchSink(config, config.event_schema(), run_id,
                          lambda s: checkpoint.query_id(s, location),
                          lambda s, b: checkpoint.planned_offsets(s, location, b),
                          guard=lease.verify, source=resume.metadata)
         writer = (read_stream(spark, config, start).writeStream
                   .queryName(f"deltasink-{config.name}-{run_id}")
-                  .foreachBatch(sink).option("checkpointLocation", config.checkpoint))
+                  .foreachBatch(sink).option("checkpointLocation", location))
         if trigger == "available-now":
             writer = writer.trigger(availableNow=True)
         else:

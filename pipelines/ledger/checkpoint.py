@@ -104,24 +104,57 @@ def committed_offsets(spark: SparkSession, location: str) -> tuple[int, Offsets]
     return (batch, planned) if planned is not None else None
 
 
-def retire(spark: SparkSession, location: str) -> str:
-    """Move the checkpoint aside, so that the next run starts a fresh query identity.
+#: Under a checkpoint root: each retirement's record, ``<root>/_deltasink/generations/<n>/``.
+GENERATIONS = "_deltasink/generations"
+
+
+def generation_location(root: str, generation: int) -> str:
+    """Spark's checkpoint folder for ``generation`` of the checkpoint at ``root`` (0: ``root``)."""
+    return root if generation == 0 else f"{root.rstrip('/')}/_deltasink/g{generation}"
+
+
+def generation(spark: SparkSession, root: str) -> int:
+    """How many times the checkpoint at ``root`` was retired (0: never; one Spark job if ever)."""
+    found = Store(spark).below(_join(root, GENERATIONS), "*/*")
+    numbers = [int(path.split("/")[0]) for path in found if path.split("/")[0].isdigit()]
+    return max(numbers, default=0)
+
+
+def active(spark: SparkSession, root: str) -> str:
+    """The folder Spark's streaming checkpoint is in, for the pipeline checkpoint at ``root``.
+
+    ``root`` itself until the checkpoint is first retired (:func:`retire`), then
+    ``<root>/_deltasink/g<n>`` for the newest generation ``n``.
+    """
+    return generation_location(root, generation(spark, root))
+
+
+def retire(spark: SparkSession, root: str, reason: str = "") -> str:
+    """Retire the checkpoint's current generation, so that the next run starts a fresh query.
 
     The next run then finds no checkpoint state and resumes from the offsets recorded in the
     target table, under a new streaming query id and so a new txnAppId (whose batch ids may
-    restart at 0 without being skipped). The old folder is kept for inspection.
+    restart at 0 without being skipped). Nothing is moved or deleted (Spark has no API for that
+    under Spark Connect, and the old generation stays for inspection): the retirement is a
+    record written through Spark, ``<root>/_deltasink/generations/<n>/``, which
+    :func:`active` reads. The lease (``<root>/_deltasink/lease_table``) stays where it is.
 
     Returns:
-        Where the checkpoint now is, or "" when there was none.
-    """
-    from pipelines.runtime.hadoop import HadoopFS
+        The new generation's folder (empty until the next run starts its query there).
 
-    if not Store(spark).exists(location):
-        return ""
-    fs = HadoopFS(spark)
-    stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%S%f")
-    moved = f"{location.rstrip('/')}.retired-{stamp}"
-    if not fs.rename(location, moved):
-        raise CheckpointError(f"could not move checkpoint {location} aside to {moved}; move or "
-                              "delete it by hand and run again.")
-    return moved
+    Raises:
+        CheckpointError: another process retired it at the same moment.
+    """
+    old = generation(spark, root)
+    new = old + 1
+    note = (f"{datetime.now(UTC).isoformat()} retired {generation_location(root, old)}"
+            + (f": {reason}" if reason else ""))
+    try:
+        (spark.createDataFrame([(note,)], "value string").coalesce(1).write
+         .mode("errorifexists").text(_join(root, GENERATIONS, str(new))))
+    except Exception as exc:
+        if "already exists" not in str(exc).lower() and "PATH_ALREADY_EXISTS" not in str(exc):
+            raise
+        raise CheckpointError(f"checkpoint {root} was retired by another process at the same "
+                              "moment; run again.") from None
+    return generation_location(root, new)

@@ -8,7 +8,7 @@ Before the query starts, three sources must tell one story:
 * the offsets refer to the topics the broker has now (``kafka.identity``: a topic deleted and
   created again, or the same name on another cluster, restarts at offset 0).
 
-When they disagree, the checkpoint is moved aside and the run resumes from the offsets the table
+When they disagree, the checkpoint is retired and the run resumes from the offsets the table
 records (the lost-checkpoint path, see
 ``pipelines.ledger.reconcile``), reading a recreated topic from
 its start. The insert-only MERGEs keep anything already landed from being written twice.
@@ -84,7 +84,7 @@ def agree(spark: SparkSession, config: PipelineConfig, partitions: dict[str, lis
         spark: the session.
         config: the pipeline config.
         partitions: the subscribed topics' partitions now.
-        lease: this run's checkpoint lease (taken again if the checkpoint is moved aside).
+        lease: this run's checkpoint lease.
         say: prints one line per recovery.
         now: the source's identity, if the caller just asked the broker (else asked here).
 
@@ -95,7 +95,8 @@ def agree(spark: SparkSession, config: PipelineConfig, partitions: dict[str, lis
         CheckpointError: the checkpoint is damaged.
         BrokerError: the broker cannot describe the topics.
     """
-    checkpoint.latest_offsets(spark, config.checkpoint)  # fail fast on a damaged checkpoint
+    location = checkpoint.active(spark, config.checkpoint)
+    checkpoint.latest_offsets(spark, location)  # fail fast on a damaged checkpoint
     commit = state.live_commit(spark, config.target.ref, config.name)
     if now is None:
         now = identity.describe(spark, config.source, partitions)
@@ -104,11 +105,11 @@ def agree(spark: SparkSession, config: PipelineConfig, partitions: dict[str, lis
     if gone and offsets is not None:
         offsets = _forget(offsets, frozenset(gone), commit, now)
         reason = "; ".join(gone.values())
-        if checkpoint.has_state(spark, config.checkpoint):
+        if checkpoint.has_state(spark, location):
             recover(spark, config, lease, say, f"{reason}: its offsets are not this topic's")
         say(f"{reason}: reading it from its earliest offset")
         return Resume(offsets, now, frozenset(gone))
-    committed = checkpoint.committed_offsets(spark, config.checkpoint)
+    committed = checkpoint.committed_offsets(spark, location)
     ahead = reconcile.ahead_of_table(committed[1], offsets) if committed else []
     if committed and ahead:
         recover(spark, config, lease, say, (
@@ -120,13 +121,14 @@ def agree(spark: SparkSession, config: PipelineConfig, partitions: dict[str, lis
 
 def recover(spark: SparkSession, config: PipelineConfig, lease: Lease,
             say: Callable[[str], None], reason: str) -> None:
-    """Move a checkpoint that disagrees with the table aside; resume from the table's offsets.
+    """Retire a checkpoint that disagrees with the table; resume from the table's offsets.
 
     This is the lost-checkpoint path (see ``pipelines.ledger.reconcile`` for why it loses and
-    duplicates nothing); the old checkpoint is kept next to the new one for inspection.
+    duplicates nothing); the old checkpoint is kept for inspection, and ``lease`` (at the
+    checkpoint's root, not in a generation) stays held.
     """
-    moved = checkpoint.retire(spark, config.checkpoint)
-    lease.acquire(spark)  # the lease moved with the folder: take it again in the fresh one
-    say(f"checkpoint does not match the target: {reason}. Moved it aside to {moved}; resuming "
-        "from the offsets the target records, under a new query id (nothing is lost or "
-        "written twice).")
+    old = checkpoint.active(spark, config.checkpoint)
+    fresh = checkpoint.retire(spark, config.checkpoint, reason)
+    say(f"checkpoint does not match the target: {reason}. Retired it (kept at {old}); resuming "
+        f"from the offsets the target records in {fresh}, under a new query id (nothing is "
+        "lost or written twice).")

@@ -28,6 +28,7 @@ from pipelines.kafka import admin, topics
 from pipelines.kafka.source import read_stream
 from pipelines.ledger import checkpoint
 from pipelines.runtime.hadoop import HadoopFS
+from pipelines.runtime.spark import is_connect
 from pipelines.sink.batch import BatchSink
 from pipelines.sink.metrics import BatchMetrics
 
@@ -141,7 +142,11 @@ def replay(spark: SparkSession, config: PipelineConfig, from_timestamp: str, *,
                                  "consistent, run the same replay again to finish.") from None
         finally:
             feed.poll(query)
-        HadoopFS(spark).delete(location, recursive=True)
+        if is_connect(spark):  # no Spark API deletes a folder, and this client has no JVM
+            say(f"replay {replay_id}: its checkpoint {location} is left in place (a Spark "
+                "Connect client cannot delete folders); delete it by hand, e.g. dbutils.fs.rm")
+        else:
+            HadoopFS(spark).delete(location, recursive=True)
     result = ReplayResult(replay_id, start, end, tuple(batches))
     say(f"replay {replay_id} done: read={result.records_read} inserted={result.inserted} "
         f"bad={result.bad} (already present rows and quarantined records are not rewritten)")

@@ -22,7 +22,6 @@ from pipelines.errors import CommitError, ConfigError, SourceError
 from pipelines.kafka import topics
 from pipelines.ledger import checkpoint, state
 from pipelines.ledger.lease import single_writer
-from pipelines.runtime.store import Store
 from pipelines.tables import TableRef
 
 Offsets = dict[str, dict[int, int]]
@@ -53,7 +52,8 @@ class RewindPlan:
                 now = (self.recorded_now or {}).get(topic, {}).get(part, offset)
                 out.append(f"offsets     {topic}[{part}] resume at {offset} "
                            f"(re-reads {max(0, now - offset)} records)")
-        out.append(f"checkpoint  {self.checkpoint} is retired (moved aside)")
+        out.append(f"checkpoint  {self.checkpoint} is retired (kept; the next run starts a fresh "
+                   "one beside it)")
         return out
 
 
@@ -146,12 +146,15 @@ def rewind(spark: SparkSession, config: PipelineConfig, *, to_version: int | Non
         say(line)
     if dry_run:
         return plan
-    existed = Store(spark).exists(config.checkpoint)
     with single_writer(spark, config.checkpoint, config.name):  # refuse while a run is active
+        current = checkpoint.active(spark, config.checkpoint)
+        existed = checkpoint.has_state(spark, current)
         if plan.target_to != plan.target_now:
             _restore(spark, config.target.ref, plan.target_to)
         if plan.quarantine_to is not None and plan.quarantine_to != plan.quarantine_now:
             _restore(spark, config.target.quarantine_ref, plan.quarantine_to)
-        moved = checkpoint.retire(spark, config.checkpoint) if existed else ""
-    say(f"checkpoint moved to {moved}" if moved else "no checkpoint to retire")
+        fresh = checkpoint.retire(spark, config.checkpoint, f"rewind to version "
+                                  f"{plan.target_to}") if existed else ""
+    say(f"checkpoint {current} retired; the next run starts at {fresh}" if fresh
+        else "no checkpoint to retire")
     return plan

@@ -29,11 +29,12 @@ def collect_status(spark: SparkSession, config: PipelineConfig) -> dict[str, Any
         out.update(table_version=None, target_rows=0, txn={}, table_offsets={})
     out["quarantine_rows"] = quarantine.read(spark).count() if quarantine.exists(spark) else 0
     try:
-        latest = checkpoint.latest_offsets(spark, config.checkpoint)
+        location = checkpoint.active(spark, config.checkpoint)
+        latest = checkpoint.latest_offsets(spark, location)
         out["checkpoint"] = {
-            "location": config.checkpoint,
+            "location": location,
             "planned_batch": latest[0] if latest else None,
-            "committed_batch": checkpoint.latest_committed_batch(spark, config.checkpoint),
+            "committed_batch": checkpoint.latest_committed_batch(spark, location),
             "offsets": _offsets(latest[1]) if latest else {},
         }
     except CheckpointError as exc:

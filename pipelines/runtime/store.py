@@ -111,6 +111,14 @@ class Store:
         return {_key(str(r["path"])).rpartition("/")[2]: _millis(r["modificationTime"])
                 for r in rows}
 
+    def below(self, folder: str, glob: str) -> dict[str, int]:
+        """``path -> modified ms`` of the files below ``folder`` that match ``glob`` (which may
+        span folders: ``*/*``), each path relative to ``folder``; empty when it is missing."""
+        base = _key(folder)
+        rows = self._rows([f"{_escape(folder.rstrip('/'))}/{glob}"], content=False)
+        return {_key(str(r["path"]))[len(base) + 1:]: _millis(r["modificationTime"])
+                for r in rows if _key(str(r["path"])).startswith(base + "/")}
+
     def names(self, folder: str) -> list[str]:
         """The names of the files directly inside ``folder`` (empty if it does not exist)."""
         return sorted(self.listing(folder))

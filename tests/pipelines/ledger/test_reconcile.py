@@ -42,8 +42,8 @@ def roll_back(location: str, batches: int) -> list[int]:
 
 
 def retired(location: str) -> list[Path]:
-    folder = Path(location)
-    return sorted(folder.parent.glob(f"{folder.name}.retired-*"))
+    """The checkpoint's retirement records (``checkpoint.retire``)."""
+    return sorted((Path(location) / "_deltasink" / "generations").glob("*"))
 
 
 def test_differences_and_ahead_name_each_partition() -> None:

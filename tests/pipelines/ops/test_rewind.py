@@ -45,8 +45,10 @@ def test_rewind_then_run_reingests_exactly_once(spark: SparkSession, broker: Emb
     said: list[str] = []
     rewind(spark, cfg, to_version=after_one, say=said.append)
     assert cfg.target.ref.read(spark).count() == 800  # run 2's rows are gone
-    assert any(line.startswith("checkpoint moved to ") and ".retired-" in line for line in said)
-    assert not Path(cfg.checkpoint).exists()
+    fresh = f"{cfg.checkpoint}/_deltasink/g1"
+    assert f"checkpoint {cfg.checkpoint} retired; the next run starts at {fresh}" in said, said
+    assert not Path(fresh).exists()  # the old generation is kept; the next run starts the new
+    assert (Path(cfg.checkpoint) / "offsets").is_dir()
     assert _run(spark, cfg) == 700  # the next run re-ingests run 2's records
     poison = sum(first.poison.values()) + sum(second.poison.values())
     verdict = check(spark, cfg, first.event_ids + second.event_ids, poison)

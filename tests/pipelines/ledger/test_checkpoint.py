@@ -1,0 +1,43 @@
+"""A checkpoint is retired by a record written through Spark, never by a move or a delete."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from pyspark.sql import SparkSession
+
+from pipelines.ledger import checkpoint
+from pipelines.runtime.store import Store
+
+
+def test_a_checkpoint_is_its_root_until_retired_then_each_retirement_starts_a_generation(
+        spark: SparkSession, lake: Path) -> None:
+    root = str(lake / "ckpt")
+    assert checkpoint.active(spark, root) == root  # nothing there yet: no generation record
+    (lake / "ckpt" / "offsets").mkdir(parents=True)
+    (lake / "ckpt" / "offsets" / "0").write_text("v1\n{}\n{\"t\":{\"0\":5}}\n")
+
+    first = checkpoint.retire(spark, root, "rolled back")
+    assert first == f"{root}/_deltasink/g1"
+    assert checkpoint.active(spark, root) == first
+    assert not checkpoint.has_state(spark, first)  # the next run starts a fresh query there
+    assert checkpoint.planned_offsets(spark, root, 0) == {"t": {0: 5}}  # the old one is kept
+
+    second = checkpoint.retire(spark, root)
+    assert second == checkpoint.active(spark, root) == f"{root}/_deltasink/g2"
+    records = Store(spark).below(f"{root}/_deltasink/generations", "*/part-*")
+    assert sorted(path.split("/")[0] for path in records) == ["1", "2"]
+    text = spark.read.text(f"{root}/_deltasink/generations/1").first()[0]  # type: ignore[index]
+    assert f"retired {root}: rolled back" in text
+
+
+def test_deleting_the_active_generation_does_not_bring_a_retired_one_back(
+        spark: SparkSession, lake: Path) -> None:
+    root = str(lake / "ckpt")
+    (lake / "ckpt").mkdir()
+    fresh = checkpoint.retire(spark, root)
+    (Path(fresh) / "offsets").mkdir(parents=True)  # a run started there ...
+    for child in (Path(fresh) / "offsets").iterdir():
+        child.unlink()
+    (Path(fresh) / "offsets").rmdir()  # ... and its folder was deleted by hand
+    assert checkpoint.active(spark, root) == fresh
