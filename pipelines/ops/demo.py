@@ -6,7 +6,8 @@
 4. replay the producer (every event again, plus new ones) and run once more;
 5. fix the schema (``events_v2`` reads the legacy format) and redrive the quarantine;
 6. show that the table holds every event exactly once and quarantine holds the bad records;
-7. an Avro topic next to the JSON one (:mod:`pipelines.ops.demo_avro`).
+7. an Avro topic next to the JSON one (:mod:`pipelines.ops.demo_avro`);
+8. one pipeline through a Spark Connect server (:mod:`pipelines.ops.demo_connect`).
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ from pipelines.config.loader import load_config
 from pipelines.config.model import PipelineConfig
 from pipelines.kafka.broker import EmbeddedBroker, port_open
 from pipelines.ops.demo_avro import run_avro_step
+from pipelines.ops.demo_connect import run_connect_step
 
 COUNT, DUPLICATES, POISON, LEGACY = 50_000, 0.10, 0.01, 0.01
 
@@ -114,7 +116,10 @@ def run_demo(folder: Path = Path("lake/demo"), port: int = 9092) -> int:
         code = summarize(config)
         _banner("7. an Avro topic next to the JSON one: Confluent wire format, from_avro, an "
                 ".avsc writer schema; truncated records and JSON values are quarantined")
-        return max(code, run_avro_step(folder.resolve(), broker.bootstrap_servers, _cli))
+        code = max(code, run_avro_step(folder.resolve(), broker.bootstrap_servers, _cli))
+        _banner("8. the same through Spark Connect: a client with no JVM of its own (as on "
+                "Databricks serverless), against Spark's own SparkConnectServer")
+        return max(code, run_connect_step(folder.resolve(), broker.bootstrap_servers, _cli))
     finally:
         broker.stop()
 
