@@ -39,6 +39,7 @@ bench: install
 	$(PY) -m bench.startup
 	$(PY) -m bench.scheduled
 	$(PY) -m bench.parse
+	$(PY) -m bench.connect
 
 # A 5M-record backlog through deltasink in 500k batches; checks the driver's peak RSS < 3 GiB.
 bench-memory: install
