@@ -1,0 +1,135 @@
+"""Operator actions through Spark Connect: a rolled-back checkpoint, ``rewind``, ``replay``,
+two writers on one checkpoint, and an upsert pipeline, each a ``deltasink`` process with
+``spark.remote`` set against Spark's own Connect server. One topic and one pipeline carry the
+actions in turn (the runs are shared, to keep ``make test`` within its budget); after each,
+``tests/support/checker.py`` proves every event landed once.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import time
+import uuid
+from pathlib import Path
+
+import pytest
+from pyspark.sql import SparkSession
+
+from pipelines.config.loader import load_config
+from pipelines.kafka.broker import EmbeddedBroker
+from pipelines.kafka.produce import produce_events
+from pipelines.runtime.connect_server import ConnectServer
+from tests.support import runner
+from tests.support.checker import check
+from tests.support.configs import write_config
+
+pytestmark = pytest.mark.slow
+
+
+def _ok(done: subprocess.CompletedProcess[str]) -> str:
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    assert "Traceback" not in done.stderr, done.stderr[-3000:]
+    return done.stdout
+
+
+def _roll_back(location: Path, batches: int) -> None:
+    """Delete the newest ``batches`` offsets and commits files: a checkpoint restored from an
+    older backup."""
+    newest = sorted(int(p.name) for p in (location / "offsets").iterdir() if p.name.isdigit())
+    for batch in newest[-batches:]:
+        for sub in ("offsets", "commits"):
+            (location / sub / str(batch)).unlink(missing_ok=True)
+            (location / sub / f".{batch}.crc").unlink(missing_ok=True)
+
+
+def test_rollback_rewind_replay_and_a_second_writer_over_spark_connect(
+        connect_server: ConnectServer, broker: EmbeddedBroker, lake: Path,
+        request: pytest.FixtureRequest) -> None:
+    topic = f"connect-ops-{uuid.uuid4().hex[:8]}"
+    bootstrap = broker.bootstrap_servers
+    path = write_config(lake, bootstrap, topic, spark={"remote": connect_server.url},
+                        source={"max_records_per_batch": 150})
+    cfg = load_config(path, environ={})
+    spark: SparkSession = request.getfixturevalue("spark")
+    sends = [produce_events(bootstrap, topic, 600, duplicate_rate=0.1, poison_rate=0.01,
+                            seed=31)]
+
+    def verdict() -> None:
+        got = check(spark, cfg, [e for s in sends for e in s.event_ids],
+                    sum(sum(s.poison.values()) for s in sends))
+        assert got.clean, got
+
+    _ok(runner.run(path))
+    after_first = cfg.target.ref.latest_version(spark)
+
+    # The checkpoint rolled back by two batches while new records arrive: caught, retired (a
+    # record written through Spark: nothing to rename over Connect), re-read from the table.
+    sends.append(produce_events(bootstrap, topic, 300, duplicate_rate=0.1, poison_rate=0.01,
+                                seed=32, id_prefix="b"))
+    _roll_back(Path(cfg.checkpoint), 2)
+    out = _ok(runner.run(path))
+    assert "checkpoint does not match the target" in out, out[-3000:]
+    verdict()
+
+    # rewind to the first run's version: the second run's rows go and come back, once.
+    out = _ok(runner.deltasink("rewind", "--config", str(path), "--to-version",
+                               str(after_first)))
+    assert "retired; the next run starts at" in out, out
+    assert cfg.target.ref.read(spark).count() == len(sends[0].event_ids)
+    _ok(runner.run(path))
+    verdict()
+
+    # replay from the start: nothing is written twice; its checkpoint cannot be deleted from a
+    # Connect client, and it says so.
+    out = _ok(runner.deltasink("replay", "--config", str(path), "--from-timestamp",
+                               "2000-01-01T00:00:00"))
+    assert "is left in place" in out, out[-3000:]
+    verdict()
+
+    # Two writers: the first holds a batch open in the server's worker; the second is refused
+    # in one line, and the first then finishes.
+    sends.append(produce_events(bootstrap, topic, 300, duplicate_rate=0.1, poison_rate=0.01,
+                                seed=33, id_prefix="c"))
+    gate = lake / "gate"
+    gate.mkdir()
+    env = dict(os.environ, DELTASINK_FAULT=f"pause_in_batch={gate}")
+    first = subprocess.Popen([runner.DELTASINK, "run", "--config", str(path), "--no-validate"],
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                             env=env, start_new_session=True)
+    try:
+        deadline = time.monotonic() + 300
+        while not any(gate.glob("ready-*")):
+            assert first.poll() is None, first.communicate()
+            assert time.monotonic() < deadline, "the first writer never reached its batch"
+            time.sleep(0.5)
+        second = runner.run(path)
+        assert second.returncode == 1, second.stdout[-2000:] + second.stderr[-2000:]
+        said = second.stdout + second.stderr
+        assert f"pipeline {cfg.name} is already running on checkpoint" in said, said[-3000:]
+        assert "Traceback" not in said
+        (gate / "go").write_text("")
+        out, err = first.communicate(timeout=300)
+        assert first.returncode == 0, out[-3000:] + err[-3000:]
+    finally:
+        runner.killpg(first)
+    verdict()
+
+
+def test_an_upsert_pipeline_over_spark_connect_keeps_one_row_per_key(
+        connect_server: ConnectServer, broker: EmbeddedBroker, lake: Path,
+        request: pytest.FixtureRequest) -> None:
+    topic = f"connect-upsert-{uuid.uuid4().hex[:8]}"
+    path = write_config(lake, broker.bootstrap_servers, topic,
+                        spark={"remote": connect_server.url},
+                        source={"max_records_per_batch": 200},
+                        target={"mode": "upsert", "dedup_window": "0d"})
+    sent = produce_events(broker.bootstrap_servers, topic, 700, duplicate_rate=0.2,
+                          poison_rate=0.01, seed=37)
+    killed = runner.run(path, fault="after_target_commit@1")
+    assert killed.returncode != 0
+    _ok(runner.run(path, validate=True))
+    spark: SparkSession = request.getfixturevalue("spark")
+    cfg = load_config(path, environ={})
+    got = check(spark, cfg, sent.event_ids, sum(sent.poison.values()))
+    assert got.clean, got
