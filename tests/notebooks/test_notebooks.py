@@ -12,6 +12,8 @@ from __future__ import annotations
 import ast
 import json
 import shutil
+import subprocess
+import sys
 from collections.abc import Iterator
 from dataclasses import dataclass
 from functools import cache
@@ -29,6 +31,7 @@ from pipelines.kafka.broker import EmbeddedBroker
 from pipelines.kafka.produce import ProduceSummary, produce_events
 from pipelines.kafka.topics import ensure_topic
 from pipelines.ops.maintenance import MIN_RETAIN_HOURS
+from pipelines.runtime.connect_server import ConnectServer
 from pipelines.sink.metrics import RunResult
 from quality.model import ValidationReport
 from quality.suites import QUARANTINE_EXPECTATION
@@ -366,3 +369,25 @@ def test_every_notebook_declares_the_widgets_its_entry_point_reads() -> None:
              "maintenance.py": jobs.MAINTENANCE_WIDGETS}
     for name, spec in specs.items():
         assert tuple(declared_widgets(NOTEBOOKS / name)) == spec, name
+
+
+@pytest.mark.slow
+def test_ingest_and_validate_notebooks_run_with_a_spark_connect_session(
+        spark: SparkSession, broker: EmbeddedBroker, connect_server: ConnectServer,
+        tmp_path: Path) -> None:
+    """Serverless and standard access mode hand the notebook a Spark Connect ``spark``."""
+    root = tmp_path / "bundle"
+    lake = local_bundle(root, {"orders_bronze": "nbc_orders"})
+    bootstrap = broker.bootstrap_servers
+    sent = produce_events(bootstrap, "nbc_orders", 200, duplicate_rate=0.1, poison_rate=0.01,
+                          seed=9, id_prefix="nbc")
+    done = subprocess.run([sys.executable, "-m", "tests.notebooks.connect_child",
+                           connect_server.url, str(root), bootstrap], cwd=ROOT,
+                          capture_output=True, text=True, timeout=900, check=False)
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    got = json.loads(done.stdout.strip().splitlines()[-1])
+    poison = sum(sent.poison.values())
+    assert got == {"session": "pyspark.sql.connect.session", "records_in": sent.sent,
+                   "inserted": 200, "quarantined": poison, "success": True}, got
+    target = spark.read.format("delta").load(str(lake / "orders_bronze"))
+    assert target.count() == target.select("event_id").distinct().count() == 200
