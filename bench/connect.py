@@ -21,7 +21,6 @@ import argparse
 import json
 import os
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
@@ -31,9 +30,9 @@ from typing import Any
 import yaml
 
 from bench import env
+from bench.scheduled import time_process
 from pipelines.kafka.produce import produce_events
 from pipelines.runtime.connect_server import ConnectServer
-from pipelines.runtime.phases import PREFIX, parse_line
 
 RESULTS = Path(__file__).resolve().parent / "results"
 KINDS = ("classic", "connect")
@@ -59,19 +58,7 @@ def run_once(work: Path, bootstrap: str, topic: str, batch: int,
         body["spark"] = {"remote": remote}
     config.write_text(yaml.safe_dump(body))
     command = [str(Path(sys.executable).with_name("deltasink")), "run", "--config", str(config)]
-    environ = {**os.environ, "DELTASINK_SPARK_LOG": str(work / "driver.log")}
-    mark = time.monotonic()
-    done = subprocess.run(command, cwd=work, env=environ, capture_output=True, text=True,
-                          timeout=3600, check=False)
-    wall = time.monotonic() - mark
-    if done.returncode != 0:
-        raise RuntimeError(f"{'connect' if remote else 'classic'} exited {done.returncode}: "
-                           f"{done.stdout[-1500:]}{done.stderr[-1500:]}")
-    line = next(ln for ln in reversed(done.stdout.splitlines()) if ln.startswith(PREFIX))
-    phases = parse_line(line)
-    phases["launch"] = max(0.0, wall - phases["total"])
-    phases["wall"] = wall
-    return phases
+    return time_process("connect" if remote else "classic", command, work)
 
 
 def _median(rows: list[dict[str, float]], key: str) -> float:

@@ -69,9 +69,15 @@ def _command(kind: str, bootstrap: str, topic: str, work: Path, batch: int) -> l
 def run_once(kind: str, bootstrap: str, topic: str, work: Path, batch: int) -> dict[str, float]:
     """One cold process; its wall seconds and its phases (``launch`` derived)."""
     work.mkdir(parents=True, exist_ok=True)
+    return time_process(kind, _command(kind, bootstrap, topic, work, batch), work)
+
+
+def time_process(kind: str, command: list[str], work: Path) -> dict[str, float]:
+    """Run ``command`` in ``work`` as a cold process; its wall seconds and the phases of its
+    ``timings:`` line (``launch``: the wall time it did not time itself)."""
     environ = {**os.environ, "DELTASINK_SPARK_LOG": str(work / "driver.log")}
     mark = time.monotonic()
-    done = subprocess.run(_command(kind, bootstrap, topic, work, batch), cwd=work, env=environ,
+    done = subprocess.run(command, cwd=work, env=environ,
                           capture_output=True, text=True, timeout=3600, check=False)
     wall = time.monotonic() - mark
     if done.returncode != 0:
