@@ -151,7 +151,7 @@ def retire(spark: SparkSession, root: str, reason: str = "") -> str:
             + (f": {reason}" if reason else ""))
     try:
         (spark.createDataFrame([(note,)], "value string").coalesce(1).write
-         .mode("errorifexists").text(_join(root, GENERATIONS, str(new))))
+         .mode("error").text(_join(root, GENERATIONS, str(new))))
     except Exception as exc:
         if "already exists" not in str(exc).lower() and "PATH_ALREADY_EXISTS" not in str(exc):
             raise
