@@ -20,19 +20,28 @@ from tests.support.configs import write_config
 #: Both profiles run in ``make chaos`` only: the storm is the suite's longest test, and
 #: ``make test`` keeps a SIGKILL after the target commit and its restart in
 #: ``tests/pipelines/test_bookkeeping.py`` (``tests/pipelines/test_crash.py`` is in ``make chaos``).
-STORM = [pytest.param(SHORT, marks=pytest.mark.chaos, id="short"),
-         pytest.param(LONG, marks=pytest.mark.chaos, id="long")]
+#: ``short-connect``: the short storm through Spark's own Connect server (``spark.remote``).
+STORM = [pytest.param(SHORT, False, marks=pytest.mark.chaos, id="short"),
+         pytest.param(LONG, False, marks=pytest.mark.chaos, id="long"),
+         pytest.param(SHORT, True, marks=pytest.mark.chaos, id="short-connect")]
+
+#: Fault points inside the batch body: under Spark Connect it runs in the server's Python
+#: worker, so the fault kills that worker (as a lost driver would), and the client exits 1.
+IN_BATCH = ("before_quarantine_commit", "after_quarantine_commit", "before_target_commit",
+            "after_target_commit")
 
 
-@pytest.mark.parametrize("profile", STORM)
+@pytest.mark.parametrize(("profile", "connect"), STORM)
 def test_crash_storm_loses_and_duplicates_nothing(
         spark: SparkSession, broker: EmbeddedBroker, lake: Path, topic: str, profile: Profile,
-        seed: int) -> None:
+        seed: int, connect: bool, request: pytest.FixtureRequest) -> None:
     rng = random.Random(seed)
     bootstrap = broker.bootstrap_servers
+    remote = {"spark": {"remote": request.getfixturevalue("connect_server").url}} \
+        if connect else {}
     path = write_config(lake, bootstrap, topic,
                         source={"max_records_per_batch": profile.batch},
-                        quality={"max_quarantine_ratio": 0.5})
+                        quality={"max_quarantine_ratio": 0.5}, **remote)
     cfg = load_config(path, environ={})
     lock = Path(cfg.checkpoint) / ".deltasink.lock"
     points = list(profile.points)
@@ -53,8 +62,11 @@ def test_crash_storm_loses_and_duplicates_nothing(
             point = points.pop(rng.randrange(len(points)))
             done = runner.run(path, fault=point, validate=point == "during_validation")
             log.append(f"wave {wave}: fault {point} -> rc {done.returncode}")
-            assert done.returncode == -signal.SIGKILL, (seed, point, done.stderr[-2000:])
-            assert f"injected fault at {point}" in done.stderr
+            if connect and point in IN_BATCH:
+                assert done.returncode == 1, (seed, point, done.stderr[-2000:])
+            else:
+                assert done.returncode == -signal.SIGKILL, (seed, point, done.stderr[-2000:])
+                assert f"injected fault at {point}" in done.stderr
             continue
         if rng.random() < 0.2:  # during start-up: Spark, preflight, table checks
             delay = rng.uniform(1, 20)
@@ -78,7 +90,8 @@ def test_crash_storm_loses_and_duplicates_nothing(
     final = runner.run(path)
     assert final.returncode == 0, (seed, log, final.stderr[-2000:])
     verdict = check(spark, cfg, ids, poison)
-    record("1 crash storm (random SIGKILL + fault points)", profile, verdict,
+    record("1 crash storm (random SIGKILL + fault points)"
+           + (", through Spark Connect" if connect else ""), profile, verdict,
            f"{len(ids)} events, {kills} random kills + {len(profile.points)} fault "
            f"points, seed {seed}")
     print("\n".join(log))
