@@ -48,6 +48,7 @@ from pipelines import faults
 from pipelines.config.paths import is_local
 from pipelines.errors import CheckpointError
 from pipelines.runtime.processes import pid_alive
+from pipelines.runtime.spark import own_session
 
 #: A lease not renewed for this long (by the Spark server's clock) belongs to a run that is gone.
 LEASE_TTL = 60.0
@@ -272,11 +273,12 @@ def single_writer(spark: SparkSession, location: str, pipeline: str) -> Iterator
         lease = Lease(location, pipeline)
         lease.acquire(spark)
         stop = threading.Event()
+        renewing = own_session(spark)  # never a commit inside the caller's txn settings
 
         def renew() -> None:
             while not stop.wait(RENEW_EVERY):
                 try:
-                    lease.renew(spark)
+                    lease.renew(renewing)
                 except Exception:  # a store hiccup: the next renewal or verify() decides
                     continue
 

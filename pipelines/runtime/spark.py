@@ -84,6 +84,22 @@ def side_session(spark: SparkSession, remote: str | None = None) -> SparkSession
     return side
 
 
+def own_session(spark: SparkSession) -> SparkSession:
+    """A session with settings of its own, for a thread that commits beside ``spark``'s.
+
+    Delta's txn (``txnAppId``, ``txnVersion``) and commit metadata live in a session's
+    settings, so a commit from another thread of the same session would consume them, or find
+    them half set. Classic: ``spark.newSession()`` (the same context and tables, its own
+    settings). Spark Connect: :func:`side_session`.
+    """
+    if is_connect(spark):
+        return side_session(spark)
+    session = spark.newSession()
+    for key, value in SESSION_CONF.items():
+        session.conf.set(key, value)
+    return session
+
+
 def on_databricks() -> bool:
     """Whether we run inside a Databricks runtime."""
     return "DATABRICKS_RUNTIME_VERSION" in os.environ

@@ -22,6 +22,8 @@ from pipelines.kafka.broker import EmbeddedBroker
 from pipelines.kafka.produce import produce_events
 from pipelines.ledger.lease import LEASE_TTL, Lease
 from pipelines.run import run_pipeline
+from pipelines.runtime.spark import own_session
+from pipelines.sink.commit import TXN_APP_ID
 from tests.support import runner
 from tests.support.checker import check
 from tests.support.configs import write_config
@@ -211,3 +213,14 @@ def test_a_kill_in_the_middle_of_a_lease_renewal_does_not_block_the_next_run(
     assert done.returncode == 0, done.stderr[-2000:]
     verdict = check(spark, cfg, sent.event_ids, sum(sent.poison.values()))
     assert verdict.clean, verdict
+
+
+def test_the_lease_renews_in_a_session_whose_settings_are_its_own(spark: SparkSession) -> None:
+    """A renewal commits while the caller may hold a txn (redrive, rewind): in the caller's
+    session it would consume the txn, or find it half set (DELTA_INVALID_IDEMPOTENT_WRITES)."""
+    renewing = own_session(spark)
+    spark.conf.set(TXN_APP_ID, "deltasink:caller")
+    try:
+        assert renewing.conf.get(TXN_APP_ID, None) is None
+    finally:
+        spark.conf.unset(TXN_APP_ID)
