@@ -4,9 +4,9 @@ Every write of run-metrics rows marks its commit's ``userMetadata`` with the ``(
 id)`` keys it writes (:func:`stamp`). At each start the backfill must know whether a batch
 committed to the target lacks its row; asking Spark costs a Delta snapshot of both tables and
 several jobs (about 10 s of a cold scheduled run). :func:`all_recorded` answers the common case
-without a Spark job: it opens the newest commit files of both tables by name
-(:mod:`pipelines.ledger.deltalog`) and finds each of the target's recent batches in a marked metrics
-commit.
+from a few small file reads: it opens the newest commit files of both tables by name
+(:mod:`pipelines.ledger.deltalog`, through Spark's binaryFile source: a one-task job each) and
+finds each of the target's recent batches in a marked metrics commit.
 
 It can only answer "all recorded", never "missing": any doubt sends the backfill to its Spark
 read, as before. A doubt is a key not found within the commits it reads, a table addressed by
