@@ -23,6 +23,22 @@ from tests.support.jobs import CountedBatches, run_counting_jobs
 #: state of the table version for the txn check, its file listing, the write).
 WITH_BAD_RECORDS = 7
 
+#: What a batch reads through Spark's binaryFile source since those reads work over Spark
+#: Connect (they were JVM file reads, with no job, before), each a one-task job: its planned
+#: end offsets (1), and the target's newest commits before its commit, to see that no RESTORE
+#: undid the query's previous one (1: the version of that commit names the files to open).
+#: Measured [6, 7, 6] clean, [9, 10, 9] with bad records, [7, 8, 7] upsert.
+READS = 2
+#: The first batch also reads the query id (1) but has no RESTORE check; the second finds the
+#: newest version without a hint (+1: ``_last_checkpoint`` and a listing instead of one read).
+STARTING = 1
+
+
+def steady(seen: CountedBatches) -> list[int]:
+    """The job counts of the batches after the query's first two."""
+    assert len(seen.jobs) >= 3
+    return seen.jobs[2:]
+
 
 def run(spark: SparkSession, broker: EmbeddedBroker, lake: Path, *, poison: float,
         **target: object) -> CountedBatches:
@@ -37,19 +53,21 @@ def run(spark: SparkSession, broker: EmbeddedBroker, lake: Path, *, poison: floa
     return seen
 
 
-def test_a_clean_insert_only_batch_runs_at_most_4_spark_jobs(
+def test_a_clean_insert_only_batch_runs_at_most_4_spark_jobs_and_2_file_reads(
         spark: SparkSession, broker: EmbeddedBroker, lake: Path) -> None:
     seen = run(spark, broker, lake, poison=0.0)
     assert all(b.quarantined == 0 for b in seen.metrics)
-    assert max(seen.jobs) <= 4, seen.jobs
+    assert max(steady(seen)) <= 4 + READS, seen.jobs
+    assert max(seen.jobs) <= 4 + READS + STARTING, seen.jobs
 
 
-def test_an_insert_only_batch_with_bad_records_runs_at_most_7_spark_jobs(
+def test_an_insert_only_batch_with_bad_records_runs_at_most_7_spark_jobs_and_2_file_reads(
         spark: SparkSession, broker: EmbeddedBroker, lake: Path) -> None:
     seen = run(spark, broker, lake, poison=0.05)
     bad = [jobs for jobs, b in zip(seen.jobs, seen.metrics, strict=True) if b.quarantined]
     assert bad, "no batch had a bad record"
-    assert max(bad) <= WITH_BAD_RECORDS, seen.jobs
+    assert max(steady(seen)) <= WITH_BAD_RECORDS + READS, seen.jobs
+    assert max(bad) <= WITH_BAD_RECORDS + READS + STARTING, seen.jobs
 
 
 @pytest.mark.xfail(strict=True, reason="issue 12 goal, not met: 7 jobs with bad records "
@@ -60,7 +78,8 @@ def test_a_batch_with_bad_records_runs_at_most_5_spark_jobs(
     assert max(j for j, b in zip(seen.jobs, seen.metrics, strict=True) if b.quarantined) <= 5
 
 
-def test_a_clean_upsert_batch_runs_at_most_5_spark_jobs(
+def test_a_clean_upsert_batch_runs_at_most_5_spark_jobs_and_2_file_reads(
         spark: SparkSession, broker: EmbeddedBroker, lake: Path) -> None:
     seen = run(spark, broker, lake, poison=0.0, mode="upsert", dedup_window="0d")
-    assert max(seen.jobs) <= 5, seen.jobs
+    assert max(steady(seen)) <= 5 + READS, seen.jobs
+    assert max(seen.jobs) <= 5 + READS + STARTING, seen.jobs
