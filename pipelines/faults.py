@@ -15,6 +15,9 @@ Two settings simulate a second machine for the single-writer tests: ``lease_host
 host name this process's checkpoint lease carries) and ``skip_lease_acquire`` (a writer on a
 store where it cannot see the other's lease).
 
+``no_local_checkpoint`` makes a batch act as if its session refused local checkpoints (as
+serverless does): it is staged in a Delta table instead (``pipelines/sink/materialize.py``).
+
 ``pause_in_batch=<folder>[@<batch id>]`` holds each batch (or only that one) after its first
 materialization until ``<folder>/go`` exists, having written ``<folder>/ready-<batch id>``: a
 test can then act (SIGKILL an executor, RESTORE the table) while the batch is in flight.

@@ -114,7 +114,8 @@ class BatchSink:
                                   f"for batch {batch_id}; it changed under the running query")
         prepared: Prepared | None = None
         try:
-            prepared = prepare(batch, self.schema, self.config)  # the one job before the MERGEs
+            prepared = prepare(batch, self.schema, self.config,  # the one job before the MERGEs
+                               self.fault_spec)
             records_in, quarantined = prepared.records_in, prepared.quarantined
             unique, values = prepared.unique, prepared.values
             stages["read_parse"] = time.monotonic() - start

@@ -17,16 +17,37 @@ from pyspark.sql import DataFrame
 log = logging.getLogger(__name__)
 
 
-def materialize(df: DataFrame) -> DataFrame:
-    """Compute ``df`` now and return a DataFrame over the computed blocks (memory, then disk).
+#: What a session says when it refuses a local checkpoint (Databricks serverless refuses
+#: caching and checkpointing: ``NOT_SUPPORTED_WITH_SERVERLESS``).
+_REFUSED = ("NOT_SUPPORTED", "not supported", "UNSUPPORTED", "NOT_IMPLEMENTED")
+
+
+def materialize(df: DataFrame, staging: str | None = None, refused: bool = False) -> DataFrame:
+    """Compute ``df`` now and return a DataFrame over the computed rows.
+
+    A local checkpoint: the blocks, in memory then on disk. Where the session refuses local
+    checkpoints and ``staging`` names a folder, the rows are written once to a Delta table there
+    (overwritten by the next batch; one writer per checkpoint) and read back: computed once as
+    well, so no later plan re-reads the source, at the cost of a write and a commit.
 
     Args:
         df: a DataFrame over the micro-batch.
+        staging: where a refused local checkpoint falls back to (None: no fallback).
+        refused: act as if the session refused (the ``no_local_checkpoint`` test hook).
 
     Returns:
-        The same rows, with no lineage back to the source: later plans read the blocks.
+        The same rows, with no lineage back to the source.
     """
-    return df.localCheckpoint(eager=True)
+    if not (refused and staging):
+        try:
+            return df.localCheckpoint(eager=True)
+        except Exception as exc:
+            if staging is None or not any(marker in str(exc) for marker in _REFUSED):
+                raise
+            log.warning("local checkpoint refused (%s): staging the batch in %s",
+                        str(exc).splitlines()[0][:200], staging)
+    df.write.format("delta").mode("overwrite").option("overwriteSchema", "true").save(staging)
+    return df.sparkSession.read.format("delta").load(staging)
 
 
 def release(df: DataFrame | None) -> None:

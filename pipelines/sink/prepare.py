@@ -36,6 +36,7 @@ from pyspark.sql.types import (
     StringType,
 )
 
+from pipelines import faults
 from pipelines.config.model import PipelineConfig
 from pipelines.sink import freshness
 from pipelines.sink.avro import writer_schemas
@@ -87,13 +88,21 @@ class Prepared:
         return valid_events(self.rows, schema, keep)
 
 
-def prepare(batch: DataFrame, schema: EventSchema, config: PipelineConfig) -> Prepared:
+def staging_location(config: PipelineConfig) -> str:
+    """Where a batch is staged when the session refuses local checkpoints (a Delta table under
+    the checkpoint's root, overwritten by each batch)."""
+    return f"{config.checkpoint.rstrip('/')}/_deltasink/staging"
+
+
+def prepare(batch: DataFrame, schema: EventSchema, config: PipelineConfig,
+            fault_spec: str | None = None) -> Prepared:
     """Parse, classify and deduplicate ``batch`` in one Spark job, observing its counts.
 
     Args:
         batch: the micro-batch (Spark's Kafka source rows).
         schema: the event schema.
         config: the pipeline config (dedup key, mode, partitioning, record size limit).
+        fault_spec: the test-only fault spec (``no_local_checkpoint``: stage the batch).
 
     Returns:
         The materialized rows (release them with ``materialize.release``) and their counts.
@@ -125,7 +134,8 @@ def prepare(batch: DataFrame, schema: EventSchema, config: PipelineConfig) -> Pr
     wanted = [*_count_metrics(parts if observable else []),
               *freshness.metrics(schema.time_column, only=_good()), *delete_metrics(target)]
     # _COPIES stays in the blocks: the target and quarantine rows select their own columns.
-    materialized = materialize(kept.observe(observed, *wanted))
+    materialized = materialize(kept.observe(observed, *wanted), staging_location(config),
+                               refused=bool(faults.setting("no_local_checkpoint", fault_spec)))
     got = observed.get
     if not got:  # Spark Connect 4.0 does not deliver a checkpoint's observation: a job of its
         row = materialized.agg(*wanted).first()  # own over the blocks, not the source again

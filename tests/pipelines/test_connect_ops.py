@@ -1,8 +1,8 @@
 """Operator actions through Spark Connect: a rolled-back checkpoint, ``rewind``, ``replay``,
-two writers on one checkpoint, and an upsert pipeline, each a ``deltasink`` process with
-``spark.remote`` set against Spark's own Connect server. One topic and one pipeline carry the
-actions in turn (the runs are shared, to keep ``make test`` within its budget); after each,
-``tests/support/checker.py`` proves every event landed once.
+two writers on one checkpoint, an upsert pipeline, and Avro with a ``quarantine redrive``, each
+a ``deltasink`` process with ``spark.remote`` set against Spark's own Connect server. One topic
+and one pipeline carry the operator actions in turn (the runs are shared, to keep ``make test``
+within its budget); after each, ``tests/support/checker.py`` proves every event landed once.
 """
 
 from __future__ import annotations
@@ -14,15 +14,22 @@ import uuid
 from pathlib import Path
 
 import pytest
+from confluent_kafka import Producer
+from confluent_kafka.schema_registry import SchemaRegistryClient
+from confluent_kafka.schema_registry.avro import AvroSerializer
+from confluent_kafka.serialization import MessageField, SerializationContext
 from pyspark.sql import SparkSession
 
 from pipelines.config.loader import load_config
 from pipelines.kafka.broker import EmbeddedBroker
 from pipelines.kafka.produce import produce_events
+from pipelines.kafka.topics import ensure_topic
 from pipelines.runtime.connect_server import ConnectServer
 from tests.support import runner
 from tests.support.checker import check
+from tests.support.clicks import DECLARED, V1, click, wire
 from tests.support.configs import write_config
+from tests.support.registry import running_registry
 
 pytestmark = pytest.mark.slow
 
@@ -132,4 +139,38 @@ def test_an_upsert_pipeline_over_spark_connect_keeps_one_row_per_key(
     spark: SparkSession = request.getfixturevalue("spark")
     cfg = load_config(path, environ={})
     got = check(spark, cfg, sent.event_ids, sum(sent.poison.values()))
+    assert got.clean, got
+
+
+def test_avro_with_a_registry_and_a_redrive_over_spark_connect(
+        connect_server: ConnectServer, broker: EmbeddedBroker, lake: Path,
+        request: pytest.FixtureRequest) -> None:
+    """Avro in the Confluent wire format through Connect; a record whose schema id is unknown is
+    quarantined, and lands by ``quarantine redrive`` once its schema is registered."""
+    topic = f"connect-avro-{uuid.uuid4().hex[:8]}"
+    ensure_topic(broker.bootstrap_servers, topic, partitions=2)
+    with running_registry(credentials=("deltasink", "pw-connect")) as registry:
+        client = SchemaRegistryClient({"url": registry.url,
+                                       "basic.auth.user.info": "deltasink:pw-connect"})
+        serialize = AvroSerializer(client, V1, conf={"auto.register.schemas": True})
+        context = SerializationContext(topic, MessageField.VALUE)
+        values = [serialize(click(i), context) for i in range(200)]
+        producer = Producer({"bootstrap.servers": broker.bootstrap_servers})
+        for value in [*values, *values[:20], wire(2, V1, click(999))]:  # id 2: not yet known
+            producer.produce(topic, value=value)
+        assert producer.flush(30) == 0
+        path = write_config(lake, broker.bootstrap_servers, topic, schema=DECLARED,
+                            spark={"remote": connect_server.url}, source={
+                                "format": "avro", "avro": {"registry_url": registry.url,
+                                                           "registry_user": "deltasink"}})
+        secret = {"DELTASINK_SOURCE__AVRO__REGISTRY_PASSWORD": "pw-connect"}
+        out = _ok(runner.run(path, env={**os.environ, **secret}))
+        assert "pw-connect" not in out
+        assert registry.register(f"{topic}-value", V1.replace('"name": "Click"',
+                                 '"name": "Click", "doc": "v2"')) == 2
+        _ok(runner.deltasink("quarantine", "redrive", "--config", str(path),
+                             env={**os.environ, **secret}))
+    spark: SparkSession = request.getfixturevalue("spark")
+    cfg = load_config(path, environ=secret)
+    got = check(spark, cfg, [f"c-{i}" for i in [*range(200), 999]], poison_count=1)
     assert got.clean, got

@@ -5,6 +5,7 @@ from __future__ import annotations
 import uuid
 from pathlib import Path
 
+import pytest
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.types import BinaryType
@@ -14,11 +15,14 @@ from pipelines.kafka.broker import EmbeddedBroker
 from pipelines.kafka.produce import produce_events
 from pipelines.kafka.source import read_stream
 from pipelines.ledger import checkpoint
+from pipelines.run import run_pipeline
 from pipelines.sink.batch import BatchSink
 from pipelines.sink.materialize import materialize, release
 from pipelines.sink.parse import classify, valid_events
+from pipelines.sink.prepare import staging_location
 from pipelines.sink.tables import ensure_sink_tables
 from schemas import get_schema
+from tests.support.checker import check
 from tests.support.configs import write_config
 
 
@@ -86,3 +90,23 @@ def test_valid_events_parse_each_record_once(spark: SparkSession) -> None:
     plan = events._jdf.queryExecution().optimizedPlan().toString()  # type: ignore[operator]
     assert plan.count("parseJson") == 1, plan
     assert events.count() == 10
+
+
+def test_a_session_that_refuses_local_checkpoints_stages_the_batch_and_lands_it_once(
+        spark: SparkSession, broker: EmbeddedBroker, lake: Path,
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """Serverless refuses caching and checkpointing: the batch is staged in a Delta table."""
+    topic = f"staged-{uuid.uuid4().hex[:8]}"
+    sent = produce_events(broker.bootstrap_servers, topic, 600, duplicate_rate=0.1,
+                          poison_rate=0.01, seed=3)
+    cfg = load_config(write_config(lake, broker.bootstrap_servers, topic,
+                                   source={"max_records_per_batch": 250}), environ={})
+    monkeypatch.setenv("DELTASINK_FAULT", "no_local_checkpoint")
+    before = _persistent_rdds(spark)
+    result = run_pipeline(spark, cfg, validate=False, progress=lambda _l: None)
+    monkeypatch.delenv("DELTASINK_FAULT")
+    assert _persistent_rdds(spark) == before  # no local checkpoint was taken
+    staged = spark.read.format("delta").load(staging_location(cfg))
+    assert staged.count() == result.batches[-1].records_in - result.batches[-1].duplicates_in_batch
+    verdict = check(spark, cfg, sent.event_ids, sum(sent.poison.values()))
+    assert verdict.clean, verdict
