@@ -1,9 +1,10 @@
 """``python -m bench.connect``: ``deltasink run`` through Spark Connect next to classic.
 
-On one topic per size, two cold ``deltasink run`` processes (validation included) drain the same
+On one topic per size, three cold ``deltasink run`` processes (validation included) drain the same
 events into their own tables, from configs with the required keys and one batch size:
 
 - **classic**: the process starts its own Spark driver JVM, as on a dedicated cluster;
+- **staged**: classic with local checkpoints refused (each batch staged in a Delta table);
 - **connect**: ``spark.remote`` points at Spark's own ``SparkConnectServer``, started once for the
   whole benchmark (as a serverless or standard-mode session is already up when a job starts): the
   process starts no JVM, and its batches run in a Python worker beside the server.
@@ -35,7 +36,10 @@ from pipelines.kafka.produce import produce_events
 from pipelines.runtime.connect_server import ConnectServer
 
 RESULTS = Path(__file__).resolve().parent / "results"
-KINDS = ("classic", "connect")
+KINDS = ("classic", "connect", "staged")
+#: ``staged``: classic, with local checkpoints refused (the ``no_local_checkpoint`` hook): the
+#: batch is staged in a Delta table, as where a serverless session refuses checkpoints.
+STAGED = {"DELTASINK_FAULT": "no_local_checkpoint"}
 PHASES = ("launch", "spark", "source", "preflight", "tables", "resume", "stream", "validate")
 
 
@@ -45,7 +49,7 @@ def say(text: str) -> None:
 
 
 def run_once(work: Path, bootstrap: str, topic: str, batch: int,
-             remote: str | None) -> dict[str, float]:
+             remote: str | None, staged: bool = False) -> dict[str, float]:
     """One cold ``deltasink run``; its wall seconds and phases (``launch`` derived)."""
     work.mkdir(parents=True, exist_ok=True)
     config = work / "pipeline.yml"
@@ -58,7 +62,8 @@ def run_once(work: Path, bootstrap: str, topic: str, batch: int,
         body["spark"] = {"remote": remote}
     config.write_text(yaml.safe_dump(body))
     command = [str(Path(sys.executable).with_name("deltasink")), "run", "--config", str(config)]
-    return time_process("connect" if remote else "classic", command, work)
+    return time_process("connect" if remote else "classic", command, work,
+                        STAGED if staged else None)
 
 
 def _median(rows: list[dict[str, float]], key: str) -> float:
@@ -74,12 +79,14 @@ def render(results: dict[int, dict[str, list[dict[str, float]]]], meta: dict[str
              "server was started once, before the first run, and stays up (as a serverless "
              "session is): its JVM start-up is in no cell.", "",
              "| events | classic s | connect s | ratio | classic stream s | connect stream s "
-             "| stream ratio |", "|---|---|---|---|---|---|---|"]
+             "| stream ratio | staged s | staged stream ratio |",
+             "|---|---|---|---|---|---|---|---|---|"]
     for events, runs in sorted(results.items()):
-        classic, connect = (_median(runs[k], "wall") for k in KINDS)
-        s_classic, s_connect = (_median(runs[k], "stream") for k in KINDS)
+        classic, connect, staged = (_median(runs[k], "wall") for k in KINDS)
+        s_classic, s_connect, s_staged = (_median(runs[k], "stream") for k in KINDS)
         lines.append(f"| {events:,} | {classic:.1f} | {connect:.1f} | {connect / classic:.2f}x "
-                     f"| {s_classic:.1f} | {s_connect:.1f} | {s_connect / s_classic:.2f}x |")
+                     f"| {s_classic:.1f} | {s_connect:.1f} | {s_connect / s_classic:.2f}x "
+                     f"| {staged:.1f} | {s_staged / s_classic:.2f}x |")
     lines += ["", "Where the seconds go (median seconds per phase):", "",
               "| events | mode | " + " | ".join(PHASES) + " | wall |",
               "|---|---|" + "---|" * (len(PHASES) + 1)]
@@ -113,7 +120,7 @@ def main(argv: list[str] | None = None) -> int:
         work = Path(tmp)
         server = ConnectServer.start(work / "server.log")
         say(f"Spark Connect server at {server.url}")
-        remotes = {"classic": None, "connect": server.url}
+        remotes = {"classic": None, "connect": server.url, "staged": None}
         try:
             with env.broker(work / "broker") as node:
                 for events in sizes:
@@ -122,14 +129,14 @@ def main(argv: list[str] | None = None) -> int:
                                    partitions=4)
                     for kind in KINDS:  # creates the tables and the checkpoint; untimed
                         run_once(work / f"{events}-{kind}", node.bootstrap_servers, topic,
-                                 args.batch, remotes[kind])
+                                 args.batch, remotes[kind], kind == "staged")
                     results[events] = {k: [] for k in KINDS}
                     for n in range(args.passes):
                         produce_events(node.bootstrap_servers, topic, events, seed=7 + n,
                                        partitions=4)
                         for kind in (KINDS if n % 2 == 0 else tuple(reversed(KINDS))):
                             took = run_once(work / f"{events}-{kind}", node.bootstrap_servers,
-                                            topic, args.batch, remotes[kind])
+                                            topic, args.batch, remotes[kind], kind == "staged")
                             results[events][kind].append(took)
                             say(f"{events:,} events, {kind} (pass {n + 1}): "
                                 f"{took['wall']:.1f}s, stream {took.get('stream', 0):.1f}s "

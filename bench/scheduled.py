@@ -72,10 +72,11 @@ def run_once(kind: str, bootstrap: str, topic: str, work: Path, batch: int) -> d
     return time_process(kind, _command(kind, bootstrap, topic, work, batch), work)
 
 
-def time_process(kind: str, command: list[str], work: Path) -> dict[str, float]:
+def time_process(kind: str, command: list[str], work: Path,
+                 extra_env: dict[str, str] | None = None) -> dict[str, float]:
     """Run ``command`` in ``work`` as a cold process; its wall seconds and the phases of its
     ``timings:`` line (``launch``: the wall time it did not time itself)."""
-    environ = {**os.environ, "DELTASINK_SPARK_LOG": str(work / "driver.log")}
+    environ = {**os.environ, "DELTASINK_SPARK_LOG": str(work / "driver.log"), **(extra_env or {})}
     mark = time.monotonic()
     done = subprocess.run(command, cwd=work, env=environ,
                           capture_output=True, text=True, timeout=3600, check=False)
