@@ -66,16 +66,34 @@ def remote_url(configured: str | None = None) -> str | None:
     return configured or os.environ.get("SPARK_REMOTE") or None
 
 
+def session_url(spark: SparkSession) -> str | None:
+    """The ``sc://`` URL a Spark Connect session was opened with (its parameters but its session
+    id), or None when its client does not say (a runtime's own channel builder).
+
+    PySpark has no public accessor: this reads the client's channel builder, and gives up
+    quietly when it is not the default one.
+    """
+    builder = getattr(getattr(spark, "client", None), "_builder", None)
+    endpoint = getattr(builder, "endpoint", None)
+    params = getattr(builder, "_params", None)
+    if not isinstance(endpoint, str) or not isinstance(params, dict):
+        return None
+    kept = "".join(f";{k}={v}" for k, v in params.items() if k != "session_id")
+    return f"sc://{endpoint}/{kept}"
+
+
 def side_session(spark: SparkSession, remote: str | None = None) -> SparkSession:
     """A session for the client's own work while a streaming query runs on ``spark``.
 
     Classic: ``spark`` itself; each micro-batch already runs in a clone of it. Spark Connect:
     the ``foreachBatch`` worker shares the server session it was started from, settings
     included, so the client's own Delta commits (the lease, run metrics) use another session
-    and can never pick up a batch's txn or commit metadata. Without a URL to open one (a
-    Databricks notebook's session), ``spark`` itself.
+    and can never pick up a batch's txn or commit metadata (measured: a lease renewal in the
+    shared session failed a batch with DELTA_INVALID_IDEMPOTENT_WRITES_OPTIONS). The URL is the
+    config's, ``SPARK_REMOTE``, or the one ``spark`` was opened with; without any (a runtime's
+    own channel), ``spark`` itself.
     """
-    url = remote_url(remote)
+    url = remote_url(remote) or (session_url(spark) if is_connect(spark) else None)
     if not is_connect(spark) or not url:
         return spark
     side: SparkSession = SparkSession.builder.remote(url).create()

@@ -387,7 +387,8 @@ def test_ingest_and_validate_notebooks_run_with_a_spark_connect_session(
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
     got = json.loads(done.stdout.strip().splitlines()[-1])
     poison = sum(sent.poison.values())
-    assert got == {"session": "pyspark.sql.connect.session", "records_in": sent.sent,
+    assert got == {"session": "pyspark.sql.connect.session", "side_session": True,
+                   "records_in": sent.sent,
                    "inserted": 200, "quarantined": poison, "success": True}, got
     target = spark.read.format("delta").load(str(lake / "orders_bronze"))
     assert target.count() == target.select("event_id").distinct().count() == 200
