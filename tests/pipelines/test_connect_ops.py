@@ -27,6 +27,7 @@ from pipelines.kafka.topics import ensure_topic
 from pipelines.runtime.connect_server import ConnectServer
 from tests.support import runner
 from tests.support.checker import check
+from tests.support.checkpoint_files import roll_back
 from tests.support.clicks import DECLARED, V1, click, wire
 from tests.support.configs import write_config
 from tests.support.registry import running_registry
@@ -38,16 +39,6 @@ def _ok(done: subprocess.CompletedProcess[str]) -> str:
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
     assert "Traceback" not in done.stderr, done.stderr[-3000:]
     return done.stdout
-
-
-def _roll_back(location: Path, batches: int) -> None:
-    """Delete the newest ``batches`` offsets and commits files: a checkpoint restored from an
-    older backup."""
-    newest = sorted(int(p.name) for p in (location / "offsets").iterdir() if p.name.isdigit())
-    for batch in newest[-batches:]:
-        for sub in ("offsets", "commits"):
-            (location / sub / str(batch)).unlink(missing_ok=True)
-            (location / sub / f".{batch}.crc").unlink(missing_ok=True)
 
 
 def test_rollback_rewind_replay_and_a_second_writer_over_spark_connect(
@@ -74,7 +65,7 @@ def test_rollback_rewind_replay_and_a_second_writer_over_spark_connect(
     # record written through Spark: nothing to rename over Connect), re-read from the table.
     sends.append(produce_events(bootstrap, topic, 300, duplicate_rate=0.1, poison_rate=0.01,
                                 seed=32, id_prefix="b"))
-    _roll_back(Path(cfg.checkpoint), 2)
+    roll_back(cfg.checkpoint, 2)
     out = _ok(runner.run(path))
     assert "checkpoint does not match the target" in out, out[-3000:]
     verdict()

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import shutil
 from pathlib import Path
 
 from pyspark.sql import SparkSession
@@ -37,7 +38,6 @@ def test_deleting_the_active_generation_does_not_bring_a_retired_one_back(
     (lake / "ckpt").mkdir()
     fresh = checkpoint.retire(spark, root)
     (Path(fresh) / "offsets").mkdir(parents=True)  # a run started there ...
-    for child in (Path(fresh) / "offsets").iterdir():
-        child.unlink()
-    (Path(fresh) / "offsets").rmdir()  # ... and its folder was deleted by hand
+    (Path(fresh) / "offsets" / "0").write_text("v1\n{}\n{}\n")
+    shutil.rmtree(fresh)  # ... and its folder was deleted by hand, as the advice says
     assert checkpoint.active(spark, root) == fresh

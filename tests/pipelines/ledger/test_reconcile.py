@@ -22,23 +22,12 @@ from pipelines.ledger import checkpoint
 from pipelines.ledger.reconcile import ahead_of_table, differences
 from pipelines.run import run_pipeline
 from tests.support.checker import check
+from tests.support.checkpoint_files import roll_back
 from tests.support.configs import make_config
 
 
 def new_topic() -> str:
     return f"ops-{uuid.uuid4().hex[:8]}"
-
-
-def roll_back(location: str, batches: int) -> list[int]:
-    """Delete the newest ``batches`` offsets and commits files (with their .crc files)."""
-    root = Path(location)
-    ids = sorted(int(p.name) for p in (root / "offsets").iterdir() if p.name.isdigit())
-    gone = ids[-batches:]
-    for batch in gone:
-        for sub in ("offsets", "commits"):
-            (root / sub / str(batch)).unlink(missing_ok=True)
-            (root / sub / f".{batch}.crc").unlink(missing_ok=True)
-    return gone
 
 
 def retired(location: str) -> list[Path]:
