@@ -9,9 +9,8 @@ Before the query starts, three sources must tell one story:
   created again, or the same name on another cluster, restarts at offset 0).
 
 When they disagree, the checkpoint is retired and the run resumes from the offsets the table
-records (the lost-checkpoint path, see
-``pipelines.ledger.reconcile``), reading a recreated topic from
-its start. The insert-only MERGEs keep anything already landed from being written twice.
+records (the lost-checkpoint path, see ``pipelines.ledger.reconcile``), reading a recreated topic
+from its start. The insert-only MERGEs keep anything already landed from being written twice.
 """
 
 from __future__ import annotations
