@@ -3,49 +3,17 @@
 from __future__ import annotations
 
 import datetime as dt
-import json
 from pathlib import Path
 
 import pytest
-from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import SparkSession
 
-from pipelines.config.model import PipelineConfig
-from pipelines.sink.batch import BatchSink
 from pipelines.sink.merge import expand_dates
 from pipelines.sink.metrics import BatchMetrics
-from pipelines.sink.tables import ensure_sink_tables
-from schemas import get_schema
 from tests.support.configs import make_config
+from tests.support.merge_batches import kafka_batch, rows_per_id, sink_for
 
 DAY = dt.date(2026, 3, 10)
-
-
-def kafka_batch(spark: SparkSession, events: list[tuple[str, dt.date]], first_offset: int
-                ) -> DataFrame:
-    """Rows shaped like Spark's Kafka source, one JSON event per (event_id, event date)."""
-    rows = []
-    for i, (event_id, day) in enumerate(events):
-        value = json.dumps({"event_id": event_id, "event_type": "t",
-                            "event_time": f"{day.isoformat()}T12:00:00Z"}).encode()
-        stamp = dt.datetime(2026, 3, 1) + dt.timedelta(seconds=first_offset + i)
-        rows.append((None, value, "orders", 0, first_offset + i, stamp, 0))
-    return spark.createDataFrame(rows, "key binary, value binary, topic string, partition int, "
-                                       "offset long, timestamp timestamp, timestampType int")
-
-
-def sink_for(spark: SparkSession, cfg: PipelineConfig, seen: list[BatchMetrics]) -> BatchSink:
-    schema = get_schema(cfg.schema_name)
-    ensure_sink_tables(spark, cfg, schema)
-    # No stream here: a thin stand-in for the checkpoint's planned end offsets, one per batch id.
-    return BatchSink(cfg, schema, "run-merge", lambda _s: "query-merge",
-                     lambda _s, b: {"orders": {0: 1000 * (b + 1)}}, on_batch=seen.append)
-
-
-def rows_per_id(spark: SparkSession, cfg: PipelineConfig) -> dict[str, list[dt.date]]:
-    out: dict[str, list[dt.date]] = {}
-    for r in cfg.target.ref.read(spark).orderBy("event_date").collect():
-        out.setdefault(r["event_id"], []).append(r["event_date"])
-    return out
 
 
 def test_expand_dates_widens_each_date_and_merges_overlaps() -> None:
