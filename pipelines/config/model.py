@@ -11,6 +11,7 @@ Option and Spark conf values are treated as secrets: they never show in ``repr``
 from __future__ import annotations
 
 from collections.abc import Mapping
+from datetime import timedelta
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, SecretStr, field_validator, model_validator
@@ -19,7 +20,7 @@ from pipelines.config.avro import AvroConfig
 from pipelines.config.cadence import Cadence, default_cadence
 from pipelines.config.databricks import DatabricksConfig
 from pipelines.config.schema import key_from_schema
-from pipelines.config.units import parse_duration, parse_whole_days
+from pipelines.config.units import parse_duration, parse_window
 from pipelines.config.upsert import KAFKA_SEQUENCE, Mode, check_mode
 from pipelines.tables import TableRef
 from schemas import EventSchema, resolve_schema
@@ -86,23 +87,28 @@ class TargetConfig(BaseModel):
     dedup_key: str | tuple[str, ...] = "event_id"
     partition_by: tuple[str, ...] = ("event_date",)
     commit_retries: int = Field(10, ge=0)
-    dedup_window: int = Field(DEFAULT_DEDUP_WINDOW_DAYS, ge=0, le=MAX_DEDUP_WINDOW_DAYS)
-    """Days either side of an event's ``event_date`` in which its key counts as a duplicate.
+    dedup_window: int | timedelta = DEFAULT_DEDUP_WINDOW_DAYS
+    """How far apart two rows with one key may be and still count as copies (the later is dropped).
 
-    The MERGE matches ``dedup_key`` in any partition within +-``dedup_window`` days of the
-    incoming row's ``event_date`` (0: the same date only). A copy whose ``event_time`` moved to
-    another date (a retry re-stamped at send time, a CDC re-emit) is caught within the window
-    and lands as a second row outside it. Each day costs two more partitions read per batch
-    date. Written as whole days (``0d``, ``3d``, ``72h``, or a bare number of days). Default
-    ``1d``: a copy re-stamped across midnight is caught, for 3 partitions read per batch date
-    instead of 1.
+    * **Whole days** (``0d``, ``1d``, ``72h``, or a bare number of days): the MERGE matches
+      ``dedup_key`` in any ``event_date`` partition within +-N days of the incoming row's date
+      (0: the same date only), and reads those whole partitions: each day costs two more
+      partitions per batch date. Needs ``event_date`` in ``partition_by``.
+    * **Any other duration** (``1h``, ``15m``, ``36h``): an event-time window. A key matches a
+      target row whose time field is at most that far from the incoming row's, on any date, and
+      the MERGE reads only the target files whose time statistics reach within the window of the
+      batch's events (:mod:`pipelines.sink.event_window`): a slice of a day, not the day.
+
+    A copy whose time moved further than the window lands as a second row, which the run's
+    validation reports when both rows are in the dates it checks. Default ``1d``: a copy
+    re-stamped across midnight is caught, for 3 partitions read per batch date.
     """
     mode: Mode = "insert_only"
     """``upsert``: keep each key's highest ``sequence_by`` version (pipelines/sink/upsert.py)."""
     sequence_by: str = KAFKA_SEQUENCE
     delete_when: str | None = None
 
-    _days = field_validator("dedup_window", mode="before")(parse_whole_days)
+    _window = field_validator("dedup_window", mode="before")(parse_window)
 
     @model_validator(mode="after")
     def _one_location(self) -> TargetConfig:
@@ -110,12 +116,31 @@ class TargetConfig(BaseModel):
             raise ValueError("set exactly one of target.path or target.table")
         if self.quarantine_path and self.quarantine_table:
             raise ValueError("set at most one of target.quarantine_path or target.quarantine_table")
-        if self.dedup_window and DATE_COLUMN not in self.partition_by:
+        if isinstance(self.dedup_window, int) and not \
+                0 <= self.dedup_window <= MAX_DEDUP_WINDOW_DAYS:
+            raise ValueError("target.dedup_window must be greater than or equal to 0 and less "
+                             f"than or equal to {MAX_DEDUP_WINDOW_DAYS} days, or a duration "
+                             "such as 1h")
+        if self.time_window is not None and self.time_window > timedelta(
+                days=MAX_DEDUP_WINDOW_DAYS):
+            raise ValueError("target.dedup_window must be less than or equal to "
+                             f"{MAX_DEDUP_WINDOW_DAYS} days")
+        if self.date_window and DATE_COLUMN not in self.partition_by:
             raise ValueError(f"target.dedup_window needs '{DATE_COLUMN}' in target.partition_by "
                              "(without it the key is matched across all dates anyway); "
                              "set dedup_window: 0d")
         check_mode(self.mode, self.sequence_by, self.delete_when, self.dedup_window)
         return self
+
+    @property
+    def date_window(self) -> int:
+        """``dedup_window`` in whole days (0 for an event-time window)."""
+        return self.dedup_window if isinstance(self.dedup_window, int) else 0
+
+    @property
+    def time_window(self) -> timedelta | None:
+        """``dedup_window`` as an event-time window, or None for a whole-day one."""
+        return self.dedup_window if isinstance(self.dedup_window, timedelta) else None
 
     @property
     def dedup_keys(self) -> tuple[str, ...]:

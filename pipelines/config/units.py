@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from datetime import timedelta
 
 _DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(ms|s|m|h|d)?\s*$")
 _FACTORS = {"ms": 0.001, "s": 1.0, "m": 60.0, "h": 3600.0, "d": 86400.0}
@@ -31,21 +32,31 @@ def parse_duration(value: object) -> float:
     return float(number) * _FACTORS[unit or "s"]
 
 
-def parse_whole_days(value: object) -> int:
-    """Parse a duration that must be a whole number of days (``0d``, ``3d``, ``72h``).
+def parse_window(value: object) -> int | timedelta:
+    """Parse a dedup window: whole days as a number of days, anything else as a duration.
+
+    ``1d``, ``72h`` and a bare integer are whole days (matched on ``event_date``); ``1h``,
+    ``90m`` or ``36h`` are event-time windows, whole seconds from 1 s up.
 
     Args:
-        value: a duration string, or a bare integer meaning days.
+        value: a duration string, a bare integer meaning days, or an already parsed window.
 
     Returns:
-        The number of days.
+        Days (int), or the duration (a :class:`timedelta` that is not a whole number of days).
 
     Raises:
-        ValueError: if the value is not a duration, or not a whole number of days.
+        ValueError: if the value is not a duration, or not whole seconds.
     """
-    if isinstance(value, int) and not isinstance(value, bool):
+    if isinstance(value, timedelta):
+        seconds = value.total_seconds()
+    elif isinstance(value, int) and not isinstance(value, bool):
         return value
-    seconds = parse_duration(value)
-    if isinstance(value, float) or seconds % 86400:
-        raise ValueError("must be a whole number of days, e.g. 0d, 1d or 3d")
-    return int(seconds // 86400)
+    else:
+        seconds = parse_duration(value)
+        if isinstance(value, float):
+            raise ValueError("must be whole days (e.g. 1d) or a duration (e.g. 1h, 90m)")
+    if seconds % 86400 == 0:
+        return int(seconds // 86400)
+    if seconds < 1 or seconds % 1:
+        raise ValueError("must be whole days (e.g. 1d) or whole seconds (e.g. 1h, 90m, 30s)")
+    return timedelta(seconds=int(seconds))

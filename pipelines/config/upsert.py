@@ -7,6 +7,7 @@ the tables are prepared (:func:`pipelines.sink.upsert.check_upsert`).
 
 from __future__ import annotations
 
+from datetime import timedelta
 from typing import Literal
 
 Mode = Literal["insert_only", "upsert"]
@@ -14,7 +15,8 @@ Mode = Literal["insert_only", "upsert"]
 KAFKA_SEQUENCE = "kafka"
 
 
-def check_mode(mode: Mode, sequence_by: str, delete_when: str | None, dedup_window: int) -> None:
+def check_mode(mode: Mode, sequence_by: str, delete_when: str | None,
+               dedup_window: int | timedelta) -> None:
     """Refuse settings that contradict ``target.mode``.
 
     Raises:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import datetime as dt
 from pathlib import Path
 
 import pytest
@@ -117,11 +118,25 @@ def test_dedup_window_is_whole_days(tmp_path: Path, value: object, days: int) ->
     target = {**BASE["target"], **({} if value is None else {"dedup_window": value})}  # type: ignore[dict-item]
     cfg = load_config(write(tmp_path, {**BASE, "target": target}), environ={})
     assert cfg.target.dedup_window == days
+    assert (cfg.target.date_window, cfg.target.time_window) == (days, None)
+
+
+@pytest.mark.parametrize(("value", "window"), [
+    ("1h", dt.timedelta(hours=1)), ("90m", dt.timedelta(minutes=90)),
+    ("36h", dt.timedelta(hours=36)), ("30s", dt.timedelta(seconds=30))])
+def test_a_dedup_window_that_is_not_whole_days_is_an_event_time_window(
+        tmp_path: Path, value: str, window: dt.timedelta) -> None:
+    # No event_date partition needed: the window prunes by the time field's statistics.
+    target = {**BASE["target"], "dedup_window": value, "partition_by": []}  # type: ignore[dict-item]
+    cfg = load_config(write(tmp_path, {**BASE, "target": target}), environ={})
+    assert (cfg.target.time_window, cfg.target.date_window) == (window, 0)
 
 
 @pytest.mark.parametrize(("target", "message"), [
-    ({"dedup_window": "36h"}, "whole number of days"),
+    ({"dedup_window": "1.5s"}, "whole seconds"),
     ({"dedup_window": "-1d"}, "not a duration"),
+    ({"dedup_window": "9000h"}, "less than or equal to 366"),
+    ({"dedup_window": "1h", "mode": "upsert"}, "does not apply"),
     ({"dedup_window": "400d"}, "less than or equal to 366"),
     ({"dedup_window": "2d", "partition_by": []}, "target.dedup_window needs 'event_date'"),
 ])
