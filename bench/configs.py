@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import time
 import uuid
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -21,6 +22,7 @@ from pipelines.kafka.source import read_stream
 from pipelines.run import run_pipeline
 from pipelines.sink.batch import BatchSink
 from pipelines.sink.commit import txn, with_conflict_retry
+from pipelines.sink.event_window import Span
 from pipelines.sink.merge import MergeOutcome, insert_only_merge
 from pipelines.sink.metrics import BatchMetrics
 from pipelines.sink.parse import classify, valid_events
@@ -95,7 +97,8 @@ class NaiveMergeSink(BatchSink):
     def _merge_target(self, spark: SparkSession, deduped: DataFrame, batch_id: int,
                       app_id: str, values: dict[str, list[object]],
                       planned: dict[str, dict[int, int]],
-                      counts: dict[str, Any] | None = None) -> MergeOutcome:
+                      counts: dict[str, Any] | None = None, *,
+                      spans: Sequence[Span] | None = None) -> MergeOutcome:
         keys = self.config.target.dedup_keys
 
         def attempt() -> MergeOutcome:

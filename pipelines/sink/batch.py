@@ -16,7 +16,7 @@ target commit's userMetadata, ``pipelines/sink/commit.py``).
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, date, datetime
 from typing import Any
@@ -30,6 +30,7 @@ from pipelines.ledger.reconcile import check_not_restored, prove_replay
 from pipelines.ledger.record import app_id_for, commit_metadata, mark_replay, replay_app_id
 from pipelines.sink import freshness
 from pipelines.sink.commit import txn, with_conflict_retry
+from pipelines.sink.event_window import Span
 from pipelines.sink.materialize import release
 from pipelines.sink.merge import (
     MergeOutcome,
@@ -138,13 +139,13 @@ class BatchSink:
                 event_dates=sorted(d for d in values.get("event_date", []) if d),
                 **fresh.as_counts(), **prepared.counts)
             outcome = self._merge_target(spark, deduped, batch_id, app_id, values, planned,
-                                         counts)
+                                         counts, spans=prepared.spans)
             stages["merge_commit"] = time.monotonic() - mark
             if not outcome.committed:  # never trust a skip: prove it covered the same offsets
                 prove_replay(spark, self.config.target.ref, app_id, batch_id, planned)
             other_date = self._other_date_copies(
                 spark, deduped, values, unique - outcome.inserted if outcome.committed else 0,
-                stages)
+                stages, prepared.spans)
             faults.maybe_crash("after_target_commit", batch_id, self.fault_spec)
         finally:
             release(prepared.rows if prepared is not None else None)
@@ -189,7 +190,8 @@ class BatchSink:
     def _merge_target(self, spark: SparkSession, deduped: DataFrame, batch_id: int,
                       app_id: str, values: dict[str, list[object]],
                       planned: dict[str, dict[int, int]],
-                      counts: dict[str, Any] | None = None) -> MergeOutcome:
+                      counts: dict[str, Any] | None = None, *,
+                      spans: Sequence[Span] | None = None) -> MergeOutcome:
         metadata = commit_metadata(self.config.name, app_id, batch_id, self.run_id, planned,
                                    counts, self.source)
         metadata = mark_replay(metadata) if self.replay else metadata
@@ -201,11 +203,12 @@ class BatchSink:
             faults.maybe_crash("before_target_commit", batch_id, self.fault_spec)
 
         return merge_into_target(spark, self.config, deduped, values, app_id, batch_id,
-                                 metadata, before_commit)
+                                 metadata, before_commit, spans)
 
     def _other_date_copies(self, spark: SparkSession, deduped: DataFrame,
                            values: dict[str, list[object]], dropped: int,
-                           stages: dict[str, float]) -> int | None:
+                           stages: dict[str, float],
+                           spans: Sequence[Span] | None = None) -> int | None:
         """Rows the dedup window caught in another date (a query only if the MERGE dropped some);
         None when ``quality.count_other_date_copies`` is off and some may have been."""
         if not dropped or not self.config.target.dedup_window:
@@ -213,13 +216,14 @@ class BatchSink:
         if not self.config.quality.count_other_date_copies:
             return None  # not counted: a null, never a 0 that claims none
         mark = time.monotonic()
+        target = self.config.target
         dates = [d for d in read_values(self.config, DATE_COLUMN,
-                                         values.get(DATE_COLUMN, []))
+                                         values.get(DATE_COLUMN, []), spans)
                  if isinstance(d, date)]
+        window = target.time_window or target.date_window
         with merge_settings(spark):  # the same join as the MERGE's, in one job
-            found = count_other_date_copies(self.config.target.ref.read(spark), deduped,
-                                            self.config.target.dedup_keys, DATE_COLUMN, dates,
-                                            self.config.target.dedup_window)
+            found = count_other_date_copies(target.ref.read(spark), deduped, target.dedup_keys,
+                                            DATE_COLUMN, dates, window, self.schema.time_column)
         stages["other_date"] = time.monotonic() - mark
         return found
 

@@ -17,6 +17,7 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from pipelines import sql
+from pipelines.sink.event_window import near
 from pipelines.tables import TableRef
 
 #: Spark's broadcast-join threshold: off inside a batch's MERGE (see :func:`merge_settings`).
@@ -167,9 +168,9 @@ def insert_only_merge(
 
 
 def count_other_date_copies(target: DataFrame, source: DataFrame, keys: tuple[str, ...],
-                            date_column: str,
-                            dates: Sequence[date], days: int) -> int:
-    """Source rows whose key is in the target only under another date within ``days``.
+                            date_column: str, dates: Sequence[date],
+                            window: int | timedelta, time_column: str) -> int:
+    """Source rows whose key is in the target only under another date within the window.
 
     Run after the MERGE: those are the rows the dedup window caught and an ``(event_date, key)``
     key would have let in. Inserted rows match themselves on their own date, so they never count.
@@ -179,8 +180,9 @@ def count_other_date_copies(target: DataFrame, source: DataFrame, keys: tuple[st
         source: the batch's deduplicated rows.
         keys: the dedup key columns.
         date_column: the date partition column.
-        dates: the dates the MERGE read (the batch's dates widened by ``days``), for pruning.
-        days: the dedup window.
+        dates: the dates the MERGE read (the batch's dates widened by the window), for pruning.
+        window: the dedup window: whole days, or an event-time duration.
+        time_column: the event-time column (compared with an event-time window).
 
     Returns:
         How many source rows were caught in another date's partition.
@@ -188,11 +190,12 @@ def count_other_date_copies(target: DataFrame, source: DataFrame, keys: tuple[st
     if not dates:
         return 0
     k = F.struct(*[F.col(c) for c in keys]).alias("_k")
-    s = source.select(k, F.col(date_column).alias("_sd"))
+    s = source.select(k, F.col(date_column).alias("_sd"), F.col(time_column).alias("_st"))
     t = (target.where(F.col(date_column).isin(list(dates)))
-         .select(k, F.col(date_column).alias("_td")))
-    near = (s.join(t, "_k")
-            .where(F.abs(F.datediff(F.col("_td"), F.col("_sd"))) <= F.lit(days))
-            .groupBy("_k")
-            .agg(F.max((F.col("_td") == F.col("_sd")).cast("int")).alias("same")))
-    return int(near.where(F.col("same") == 0).count())
+         .select(k, F.col(date_column).alias("_td"), F.col(time_column).alias("_tt")))
+    close = (near(F.col("_tt"), F.col("_st"), window) if isinstance(window, timedelta)
+             else F.abs(F.datediff(F.col("_td"), F.col("_sd"))) <= F.lit(window))
+    matched = (s.join(t, "_k").where(close)
+               .groupBy("_k")
+               .agg(F.max((F.col("_td") == F.col("_sd")).cast("int")).alias("same")))
+    return int(matched.where(F.col("same") == 0).count())

@@ -8,6 +8,7 @@ same job as observed metrics (``DataFrame.observe``), instead of a ``collect()``
 * records in (each survivor carries the size of its key's group), bad records, unique rows;
 * the smallest and largest offset of the bad records (the quarantine MERGE's range filter);
 * the distinct partition values of the target rows (the target MERGE's partition literals);
+* with an event-time dedup window, the time buckets of the target rows (the MERGE's time slice);
 * freshness (:mod:`pipelines.sink.freshness`) and, in upsert mode, the deletes.
 
 The observations sit after the dedup's shuffle, in the job's result stage: Spark applies a
@@ -41,6 +42,8 @@ from pipelines.config.model import PipelineConfig
 from pipelines.sink import freshness
 from pipelines.sink.avro import writer_schemas
 from pipelines.sink.dedup import FIRST_BY
+from pipelines.sink.event_window import Span, bucket_of
+from pipelines.sink.event_window import spans as event_spans
 from pipelines.sink.materialize import materialize
 from pipelines.sink.parse import INGESTED_AT, classify, valid_events
 from pipelines.sink.target_merge import partition_values
@@ -71,6 +74,8 @@ class Prepared:
         bad_offsets: (lowest, highest) Kafka offset of the bad records, None without any.
         fresh: the good rows' freshness.
         counts: more counts for the commit (upsert: ``deletes``).
+        spans: with an event-time ``dedup_window``, the event-time ranges the target MERGE
+            reads (:mod:`pipelines.sink.event_window`); None otherwise.
     """
 
     rows: DataFrame
@@ -81,6 +86,7 @@ class Prepared:
     bad_offsets: tuple[int, int] | None
     fresh: freshness.Freshness
     counts: dict[str, int] = field(default_factory=dict)
+    spans: list[Span] | None = None
 
     def events(self, schema: EventSchema, config: PipelineConfig) -> DataFrame:
         """The target MERGE's source: the good rows as target rows (upsert: with ``_deleted``)."""
@@ -133,6 +139,10 @@ def prepare(batch: DataFrame, schema: EventSchema, config: PipelineConfig,
     observed = Observation()
     wanted = [*_count_metrics(parts if observable else []),
               *freshness.metrics(schema.time_column, only=_good()), *delete_metrics(target)]
+    window = target.time_window
+    if window is not None:  # the time buckets of the good rows (as JSON, like the values)
+        wanted.append(F.to_json(F.collect_set(F.when(
+            _good(), bucket_of(schema.time_column, window)))).alias("buckets"))
     # _COPIES stays in the blocks: the target and quarantine rows select their own columns.
     materialized = materialize(kept.observe(observed, *wanted), staging_location(config),
                                refused=bool(faults.setting("no_local_checkpoint", fault_spec)))
@@ -150,7 +160,9 @@ def prepare(batch: DataFrame, schema: EventSchema, config: PipelineConfig,
     return Prepared(rows=materialized, records_in=int(got.get("copies") or 0) + bad,
                     quarantined=bad, unique=unique, values=values,
                     bad_offsets=None if low is None or high is None else (int(low), int(high)),
-                    fresh=freshness.read(got), counts=upsert_counts(got, target))
+                    fresh=freshness.read(got), counts=upsert_counts(got, target),
+                    spans=None if window is None else event_spans(
+                        json.loads(str(got.get("buckets") or "[]")), window))
 
 
 def _key(column: str) -> Column:

@@ -1,22 +1,25 @@
 """The target's insert-only MERGE as one txn-guarded commit: shared by a batch and a redrive.
 
-The MERGE keys on the partition columns and the dedup key (the date within
-``target.dedup_window``), reads only the partitions the rows fall in (widened by the window), is
-committed under a ``txn`` (app id, version) with the commit's userMetadata, and retries Delta's
-write conflicts against the new table version.
+The MERGE keys on the partition columns and the dedup key (the date, or the event time, within
+``target.dedup_window``), reads only the partitions the rows fall in (widened by the window) and,
+with an event-time window, only the files of the time slice the rows' keys can be in
+(:mod:`pipelines.sink.event_window`). It is committed under a ``txn`` (app id, version) with the
+commit's userMetadata, and retries Delta's write conflicts against the new table version.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from datetime import date
 from typing import Any
 
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
+from pipelines import sql
 from pipelines.config.model import DATE_COLUMN, PipelineConfig
 from pipelines.sink.commit import txn, with_conflict_retry
+from pipelines.sink.event_window import Span, dates_of, days_covering, range_predicate, within
 from pipelines.sink.merge import (
     MergeOutcome,
     expand_dates,
@@ -38,26 +41,37 @@ def partition_values(deduped: DataFrame, partition_by: tuple[str, ...]
     return unique, {p: [g[p] for g in groups if g is not None] for p in parts}
 
 
-def read_values(config: PipelineConfig, column: str, values: list[object]) -> list[object]:
-    """The partition values the target MERGE reads: the batch's, widened by the dedup window."""
+def read_values(config: PipelineConfig, column: str, values: list[object],
+                spans: Sequence[Span] | None = None) -> list[object]:
+    """The partition values the target MERGE reads: the batch's, widened by the dedup window.
+
+    With an event-time window, the dates its ``spans`` touch; without spans (a redrive), every
+    date the window can reach from the batch's dates.
+    """
     present = [v for v in values if v is not None]
-    if column != DATE_COLUMN or not config.target.dedup_window:
+    target = config.target
+    if column != DATE_COLUMN or not target.dedup_window:
         return present
+    window = target.time_window
+    if window is not None and spans is not None:
+        return list(dates_of(spans))
+    days = target.date_window if window is None else days_covering(window)
     # Event dates are years 1000..9999 (parse quarantines the rest); the window must not
     # widen past them (Spark's date literal cannot even say year 999).
-    return [d for d in expand_dates([d for d in present if isinstance(d, date)],
-                                    config.target.dedup_window)
+    return [d for d in expand_dates([d for d in present if isinstance(d, date)], days)
             if 1000 <= d.year <= 9999]
 
 
 def merge_into_target(spark: SparkSession, config: PipelineConfig, deduped: DataFrame,
                       values: dict[str, list[object]], app_id: str, version: int,
-                      metadata: str, before_commit: Callable[[], None]) -> MergeOutcome:
+                      metadata: str, before_commit: Callable[[], None],
+                      spans: Sequence[Span] | None = None) -> MergeOutcome:
     """The target's insert-only MERGE of deduplicated rows, as one txn-guarded commit.
 
-    Keys on the partition columns and the dedup key (the date within ``target.dedup_window``),
-    reads only the partitions of ``values`` (widened by the window), and retries conflicts.
-    A micro-batch and ``deltasink quarantine redrive`` both commit through it.
+    Keys on the partition columns and the dedup key (the date, or the event time, within
+    ``target.dedup_window``), reads only the partitions of ``values`` (widened by the window)
+    and the time slice of ``spans``, and retries conflicts. A micro-batch and ``deltasink
+    quarantine redrive`` both commit through it.
 
     Args:
         spark: the session.
@@ -68,13 +82,15 @@ def merge_into_target(spark: SparkSession, config: PipelineConfig, deduped: Data
         version: the txnVersion.
         metadata: the commit's userMetadata.
         before_commit: called before each attempt (lease check, fault points).
+        spans: with an event-time window, the time ranges to read (``Prepared.spans``); None
+            reads every date the window can reach.
 
     Returns:
         Whether Delta committed (False: skipped as a seen txn) and how many rows were inserted.
     """
     target = config.target
     merge = (_upsert(config, deduped, values) if target.mode == "upsert"
-             else _insert_only(config, deduped, values))
+             else _insert_only(config, deduped, values, spans))
 
     def attempt() -> MergeOutcome:
         before_commit()
@@ -86,18 +102,25 @@ def merge_into_target(spark: SparkSession, config: PipelineConfig, deduped: Data
                                what=f"{kind} into {target.ref.describe()}")
 
 
-def _insert_only(config: PipelineConfig, deduped: DataFrame, values: dict[str, list[object]]
-                 ) -> Callable[[], MergeOutcome]:
-    """The insert-only MERGE: on the partition columns and the key (the date within the
-    window), reading only the batch's partitions."""
+def _insert_only(config: PipelineConfig, deduped: DataFrame, values: dict[str, list[object]],
+                 spans: Sequence[Span] | None) -> Callable[[], MergeOutcome]:
+    """The insert-only MERGE: on the partition columns and the key (the date or the event time
+    within the window), reading only the batch's partitions and time slice."""
     target = config.target
-    window = target.dedup_window  # > 0 only when event_date is a partition column
+    window = target.dedup_window  # a day window > 0 only when event_date is a partition column
     on = tuple(c for c in (*target.partition_by, *target.dedup_keys)
                if not (window and c == DATE_COLUMN))
-    prune = literal_filter("t", {k: read_values(config, k, vs) for k, vs in values.items()})
+    prune = literal_filter("t", {k: read_values(config, k, vs, spans) for k, vs in values.items()})
     if target.partition_by and not any(values.values()):
         prune = "false"  # nothing to insert: read no partitions, still commit offsets
-    near = within_days(DATE_COLUMN, window) if window else None
+    time_window = target.time_window
+    if time_window is None:
+        near = within_days(DATE_COLUMN, target.date_window) if window else None
+    else:
+        time_column = config.event_schema().time_column
+        near = within(time_column, time_window)
+        if spans is not None and prune != "false":
+            prune = sql.all_of([prune, range_predicate(time_column, spans)])
     return lambda: insert_only_merge(target.ref, deduped, on, prune, near)
 
 

@@ -16,11 +16,15 @@ from schemas import get_schema
 
 def kafka_batch(spark: SparkSession, events: list[tuple[str, dt.date]], first_offset: int
                 ) -> DataFrame:
-    """Rows shaped like Spark's Kafka source, one JSON event per (event_id, event date)."""
+    """Rows shaped like Spark's Kafka source, one JSON event per (event_id, event date or time).
+
+    A date stands for its noon (UTC); a naive datetime is read as UTC.
+    """
     rows = []
     for i, (event_id, day) in enumerate(events):
+        when = day.isoformat() if isinstance(day, dt.datetime) else f"{day.isoformat()}T12:00:00"
         value = json.dumps({"event_id": event_id, "event_type": "t",
-                            "event_time": f"{day.isoformat()}T12:00:00Z"}).encode()
+                            "event_time": f"{when}Z"}).encode()
         stamp = dt.datetime(2026, 3, 1) + dt.timedelta(seconds=first_offset + i)
         rows.append((None, value, "orders", 0, first_offset + i, stamp, 0))
     return spark.createDataFrame(rows, "key binary, value binary, topic string, partition int, "
