@@ -17,14 +17,21 @@ So the window must cover the longest checkpoint/replay horizon: 168 hours matche
 safety check (``retentionDurationCheck``, never disabled here) and Kafka's default retention.
 Raise it if the topics keep data longer. OPTIMIZE only rewrites files in a new version; it may
 conflict with a concurrent MERGE, which the sink retries (``target.commit_retries``).
+
+With an event-time ``target.dedup_window`` the target is compacted ``ZORDER BY`` its time field
+into files of at most 128 MiB: a plain OPTIMIZE would mix a day's hours in each file, and the
+MERGE, which skips files by their time statistics, would read whole days again.
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 
 from pyspark.sql import SparkSession
 
+from pipelines import sql
 from pipelines.config.model import PipelineConfig
 from pipelines.errors import ConfigError, QualityError
 from pipelines.tables import TableRef
@@ -32,6 +39,11 @@ from quality.model import ValidationReport
 
 #: The shortest VACUUM retention allowed (see the module docstring).
 MIN_RETAIN_HOURS = 168
+#: Delta's OPTIMIZE output file size setting (1 GiB by default).
+MAX_FILE_SIZE = "spark.databricks.delta.optimize.maxFileSize"
+#: The output file size of a target compacted in event-time order: a file then covers a short
+#: slice of a busy day, so an event-time MERGE reads little more than its window.
+SLICE_FILE_BYTES = 128 * 1024 * 1024
 
 
 @dataclass(frozen=True)
@@ -65,6 +77,31 @@ def maintained_tables(config: PipelineConfig) -> list[TableRef]:
     return unique
 
 
+def time_order(config: PipelineConfig) -> str | None:
+    """The column the target is compacted in order of: its time field with an event-time
+    ``dedup_window`` (the MERGE then skips files by their time statistics), else None."""
+    if config.target.time_window is None:
+        return None
+    return sql.ident(config.event_schema().time_column)
+
+
+@contextmanager
+def file_size(spark: SparkSession, max_bytes: int | None) -> Iterator[None]:
+    """OPTIMIZE's largest output file, for one statement (unchanged when None)."""
+    if max_bytes is None:
+        yield
+        return
+    old = spark.conf.get(MAX_FILE_SIZE, None)
+    spark.conf.set(MAX_FILE_SIZE, str(max_bytes))
+    try:
+        yield
+    finally:
+        if old is None:
+            spark.conf.unset(MAX_FILE_SIZE)
+        else:
+            spark.conf.set(MAX_FILE_SIZE, old)
+
+
 def optimize_and_vacuum(spark: SparkSession, config: PipelineConfig,
                         retain_hours: int = MIN_RETAIN_HOURS) -> list[str]:
     """Compact (OPTIMIZE) then VACUUM every table the pipeline writes; skip missing ones.
@@ -90,8 +127,10 @@ def optimize_and_vacuum(spark: SparkSession, config: PipelineConfig,
         if not ref.exists(spark):
             actions.append(f"SKIP {ref.describe()} (does not exist)")
             continue
-        spark.sql(f"OPTIMIZE {ref.sql}").collect()
-        actions.append(f"OPTIMIZE {ref.describe()}")
+        order = time_order(config) if ref == config.target.ref else None
+        with file_size(spark, SLICE_FILE_BYTES if order else None):
+            spark.sql(f"OPTIMIZE {ref.sql}{f' ZORDER BY ({order})' if order else ''}").collect()
+        actions.append(f"OPTIMIZE {ref.describe()}{f' ZORDER BY {order}' if order else ''}")
         spark.sql(f"VACUUM {ref.sql} RETAIN {int(retain_hours)} HOURS").collect()
         actions.append(f"VACUUM {ref.describe()} RETAIN {retain_hours} HOURS")
     return actions
