@@ -44,7 +44,7 @@ target:
   # {quarantine_key}: {quarantine}
   # dedup_key: event_id              # default: the schema's key (one field or several)
   # partition_by: [event_date]
-  # dedup_window: 1d                 # whole days: a key within +-N days of a row's date is a copy
+  # dedup_window: 1d                 # whole days (dates +-N), or event time (1h: reads a slice)
   # commit_retries: 10               # retries on Delta concurrency conflicts
 
 checkpoint: {checkpoint}
