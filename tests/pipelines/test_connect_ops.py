@@ -153,7 +153,8 @@ def test_avro_with_a_registry_and_a_redrive_over_spark_connect(
         path = write_config(lake, broker.bootstrap_servers, topic, schema=DECLARED,
                             spark={"remote": connect_server.url}, source={
                                 "format": "avro", "avro": {"registry_url": registry.url,
-                                                           "registry_user": "deltasink"}})
+                                                           "registry_user": "deltasink"}},
+                            target={"dedup_window": "30m"})  # an event-time window on "ts"
         secret = {"DELTASINK_SOURCE__AVRO__REGISTRY_PASSWORD": "pw-connect"}
         out = _ok(runner.run(path, env={**os.environ, **secret}))
         assert "pw-connect" not in out
