@@ -67,7 +67,9 @@ def committed_batches(spark: SparkSession, ref: TableRef, pipeline: str,
             pipeline, int(body["batch_id"]), str(body["run_id"]), body[BATCH_KEY],
             version=int(row["version"]), inserted=int(metrics["numTargetRowsInserted"]),
             committed_at=float(row["at"]),
-            updated=int(metrics.get("numTargetRowsUpdated") or 0)))
+            updated=int(metrics.get("numTargetRowsUpdated") or 0),
+            merge_seconds=(int(metrics["executionTimeMs"]) / 1000
+                           if metrics.get("executionTimeMs") else None)))
     return out
 
 

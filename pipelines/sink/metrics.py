@@ -77,7 +77,7 @@ class BatchMetrics:
     @classmethod
     def from_commit(cls, pipeline: str, batch_id: int, run_id: str, counts: Mapping[str, Any],
                     *, version: int, inserted: int, committed_at: float,
-                    updated: int = 0) -> BatchMetrics:
+                    updated: int = 0, merge_seconds: float | None = None) -> BatchMetrics:
         """Rebuild a committed batch's metrics from its target commit (used by the backfill).
 
         Args:
@@ -90,6 +90,9 @@ class BatchMetrics:
             inserted: ``operationMetrics.numTargetRowsInserted`` of the commit.
             updated: ``operationMetrics.numTargetRowsUpdated`` (upsert mode).
             committed_at: the commit's timestamp, in epoch seconds.
+            merge_seconds: ``operationMetrics.executionTimeMs`` / 1000: Delta's own time for the
+                MERGE and its commit, reported as the ``merge_commit`` stage (the userMetadata
+                is written before the MERGE, so it cannot hold it).
         """
         names = {f.name for f in fields(cls)}
         known = {k: v for k, v in counts.items() if k in names and k not in AFTER_COMMIT}
@@ -98,6 +101,8 @@ class BatchMetrics:
         known["event_dates"] = tuple(date.fromisoformat(d) for d in counts.get("event_dates", ()))
         known["stage_seconds"] = {str(k): float(v)
                                   for k, v in dict(counts.get("stage_seconds", {})).items()}
+        if merge_seconds is not None:
+            known["stage_seconds"].setdefault("merge_commit", merge_seconds)
         ended = datetime.fromtimestamp(committed_at, started.tzinfo)
         for name, age in (("newest_event_time", "freshness_event_s"),
                           ("newest_kafka_timestamp", "freshness_kafka_s")):

@@ -42,6 +42,11 @@ def test_commit_counts_round_trip_into_the_batch_metrics_row() -> None:
         duplicates_in_batch=6, duplicates_by_merge=10, inserted=80, duration_s=3.5,
         started_at=started, replayed=False, target_version=12,
         event_dates=(date(2026, 11, 19), date(2026, 11, 20)), stage_seconds={"dedup": 0.25})
+    # Delta's own MERGE time (operationMetrics.executionTimeMs) is the merge_commit stage.
+    timed = BatchMetrics.from_commit("p", body["batch_id"], body["run_id"], body[BATCH_KEY],
+                                     version=12, inserted=80, merge_seconds=1.25,
+                                     committed_at=started.timestamp() + 3.5)
+    assert timed.stage_seconds == {"dedup": 0.25, "merge_commit": 1.25}
 
 
 def test_app_id_changes_with_the_query_id() -> None:
