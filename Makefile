@@ -29,7 +29,7 @@ typecheck: install
 
 test: lint typecheck
 	bash .ci/ensure-chromium.sh
-	$(BIN)/pytest -m "not chaos and not cluster" -q
+	$(BIN)/pytest -m "not chaos and not cluster" -q --durations=15
 
 chaos: install
 	$(BIN)/pytest -m chaos -q -s
@@ -40,6 +40,7 @@ bench: install
 	$(PY) -m bench.scheduled
 	$(PY) -m bench.parse
 	$(PY) -m bench.connect
+	$(PY) -m bench.hot_day
 
 # A 5M-record backlog through deltasink in 500k batches; checks the driver's peak RSS < 3 GiB.
 bench-memory: install

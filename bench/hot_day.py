@@ -210,7 +210,7 @@ def main(argv: list[str] | None = None) -> int:
     """Produce the topic, seed each target size once, run every (size, window) cell, report."""
     parser = argparse.ArgumentParser(prog="python -m bench.hot_day", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--windows", default="1d,1h,15m",
+    parser.add_argument("--windows", default="1d,1h,15m,5m",
                         help="comma-separated target.dedup_window values (default: %(default)s)")
     parser.add_argument("--sizes", help="comma-separated rows in the hot day, 0 = an empty "
                         "table (default: 0,10000000,50000000; --quick: 0,1000000)")
