@@ -165,8 +165,10 @@ class Lease:
         """
         if faults.setting("skip_lease_acquire"):
             return  # test hook: a writer on a store where it cannot see the other's lease
-        self._ensure(spark)
         held = self.read(spark)
+        if held is None:  # no table or no row yet: create them (a cold MERGE, so only then)
+            self._ensure(spark)
+            held = self.read(spark)
         seen = held.token if held is not None else None
         if held is not None and seen and seen != self.token and self._live(held):
             raise CheckpointError(
