@@ -69,7 +69,9 @@ def _command(kind: str, bootstrap: str, topic: str, work: Path, batch: int) -> l
 def run_once(kind: str, bootstrap: str, topic: str, work: Path, batch: int) -> dict[str, float]:
     """One cold process; its wall seconds and its phases (``launch`` derived)."""
     work.mkdir(parents=True, exist_ok=True)
-    return time_process(kind, _command(kind, bootstrap, topic, work, batch), work)
+    # The process runs in its own folder, where the plain script's ``bench`` is not importable.
+    root = {"PYTHONPATH": str(Path(__file__).resolve().parent.parent)} if kind == "plain" else {}
+    return time_process(kind, _command(kind, bootstrap, topic, work, batch), work, root)
 
 
 def time_process(kind: str, command: list[str], work: Path,
