@@ -57,6 +57,10 @@ RENEW_EVERY = 10.0
 _ATTEMPTS = 5
 _COLUMNS = ("slot INT, token STRING, pipeline STRING, host STRING, pid BIGINT, "
             "renewed_at TIMESTAMP")
+#: The lease row's columns other than ``slot``, held by nobody.
+_FREE_ROW = ("CAST(NULL AS STRING) AS token, CAST(NULL AS STRING) AS pipeline, "
+             "CAST(NULL AS STRING) AS host, CAST(NULL AS BIGINT) AS pid, "
+             "CAST(NULL AS TIMESTAMP) AS renewed_at")
 _PROPERTIES = ("'delta.logRetentionDuration' = 'interval 1 hours', "
                "'delta.checkpointInterval' = '10', "
                "'delta.enableDeletionVectors' = 'false'")
@@ -65,6 +69,13 @@ _PROPERTIES = ("'delta.logRetentionDuration' = 'interval 1 hours', "
 def _quote(text: str) -> str:
     """A SQL string literal."""
     return "'" + text.replace("\\", "\\\\").replace("'", "\\'") + "'"
+
+
+def _missing(exc: BaseException) -> bool:
+    """Whether ``exc`` says the lease table is not there (or has no commit yet)."""
+    text = str(exc)
+    return any(sign in text for sign in ("PATH_NOT_FOUND", "DELTA_MISSING_DELTA_TABLE",
+                                         "is not a Delta table", "DELTA_TABLE_NOT_FOUND"))
 
 
 def _conflict(exc: BaseException) -> bool:
@@ -114,7 +125,14 @@ class Lease:
         return "delta.`" + self.table.replace("`", "``") + "`"
 
     def _ensure(self, spark: SparkSession) -> None:
-        """Create the table and its one row unless they exist (safe to race)."""
+        """Create the table and its one row unless they exist (safe to race).
+
+        A creation cut short by a kill leaves a ``_delta_log`` folder with no commit in it: the
+        SQL ``CREATE TABLE IF NOT EXISTS`` then does nothing and ``CREATE`` refuses a location
+        that is not empty, so the table is created by appending its row instead (a DataFrame
+        write accepts such a folder). Two runs that do it at once conflict on the new table's
+        metadata; the loser retries and finds the row.
+        """
         for attempt in range(_ATTEMPTS):
             try:
                 spark.sql(f"CREATE TABLE IF NOT EXISTS {self._sql_name} ({_COLUMNS}) "
@@ -124,9 +142,22 @@ class Lease:
                           ).collect()
                 return
             except Exception as exc:
+                if _missing(exc) and attempt < _ATTEMPTS - 1:
+                    self._create_by_append(spark)
+                    continue
                 if not _conflict(exc) or attempt == _ATTEMPTS - 1:
                     raise
                 time.sleep(0.2 * (attempt + 1))
+
+    def _create_by_append(self, spark: SparkSession) -> None:
+        """Create the table over a creation's leftovers: append its one (free) row."""
+        try:
+            (spark.sql(f"SELECT 0 AS slot, {_FREE_ROW}").write.format("delta")
+             .mode("append").save(self.table))
+            spark.sql(f"ALTER TABLE {self._sql_name} SET TBLPROPERTIES ({_PROPERTIES})")
+        except Exception as exc:
+            if not _conflict(exc):
+                raise
 
     def read(self, spark: SparkSession) -> Holder | None:
         """The lease row, or None when there is no lease table yet."""
@@ -136,8 +167,7 @@ class Lease:
                 "unix_millis(current_timestamp()) - unix_millis(renewed_at) AS age_ms "
                 f"FROM {self._sql_name} WHERE slot = 0").collect()
         except Exception as exc:
-            if "PATH_NOT_FOUND" in str(exc) or "DELTA_MISSING_DELTA_TABLE" in str(exc) \
-                    or "is not a Delta table" in str(exc) or "DELTA_TABLE_NOT_FOUND" in str(exc):
+            if _missing(exc):
                 return None
             raise
         if not rows:

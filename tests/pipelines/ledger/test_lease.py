@@ -59,6 +59,23 @@ def test_a_live_lease_of_another_machine_is_refused_and_an_expired_one_taken(
     assert released is not None and released.token is None
 
 
+def test_a_lease_table_whose_creation_was_killed_is_created_over_its_leftovers(
+        spark: SparkSession, tmp_path: Path) -> None:
+    # What a SIGKILL during CREATE TABLE left in make test (2026-11-26): a log with no commit.
+    lease = Lease(f"file://{tmp_path / 'ckpt'}", "p")
+    log = Path(lease.table.removeprefix("file://")) / "_delta_log"
+    (log / "_staged_commits").mkdir(parents=True)
+    (log / ".00000000000000000000.json.0b6e2c1f-2f52-4c09-9bd6-3a1f0e9d2a77.tmp").touch()
+    assert lease.read(spark) is None
+
+    lease.acquire(spark)
+
+    held = lease.read(spark)
+    assert held is not None and held.token == lease.token
+    rows = spark.sql(f"SELECT count(*) AS n FROM delta.`{lease.table}`").first()
+    assert rows is not None and rows["n"] == 1  # one row: the slot is the lease's
+
+
 def test_a_dead_process_on_this_host_releases_its_lease_at_once(
         spark: SparkSession, tmp_path: Path) -> None:
     location = str(tmp_path / "ckpt")
