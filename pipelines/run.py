@@ -27,8 +27,9 @@ from pipelines.kafka.retention import check_retention
 from pipelines.kafka.source import read_stream, starting_offsets
 from pipelines.ledger import checkpoint
 from pipelines.ledger.lag import harvester
-from pipelines.ledger.lease import Lease, single_writer
+from pipelines.ledger.lease import Lease
 from pipelines.ledger.resume import Resume, agree, recover
+from pipelines.ledger.single_writer import single_writer
 from pipelines.runtime.phases import Phases
 from pipelines.runtime.spark import side_session
 from pipelines.sink.avro import writer_schemas

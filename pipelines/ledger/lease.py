@@ -23,32 +23,25 @@ UPDATE fails with a concurrent-modification conflict).
 A commit is all or nothing, so no lease is ever left half written. The table keeps one hour of
 log (``delta.logRetentionDuration``): a renewal every 10 s does not grow it without bound.
 
-Local folders also keep the ``flock``: it is released by the kernel the moment a process dies.
+A run holds it through ``pipelines/ledger/single_writer.py``, which adds the local ``flock``.
 """
 
 from __future__ import annotations
 
-import fcntl
 import os
 import socket
-import threading
 import time
 import uuid
-from collections.abc import Iterator
-from contextlib import contextmanager
 from dataclasses import dataclass, field
-from pathlib import Path
-from typing import IO, Any
+from typing import Any
 
 from pyspark.sql import SparkSession
 from pyspark.sql.streaming.query import StreamingQuery
 from pyspark.sql.streaming.readwriter import DataStreamWriter
 
 from pipelines import faults
-from pipelines.config.paths import is_local
 from pipelines.errors import CheckpointError
 from pipelines.runtime.processes import pid_alive
-from pipelines.runtime.spark import own_session
 
 #: A lease not renewed for this long (by the Spark server's clock) belongs to a run that is gone.
 LEASE_TTL = 60.0
@@ -272,56 +265,3 @@ class Lease:
         """Clear the token if it is still ours."""
         spark.sql(f"UPDATE {self._sql_name} SET token = NULL, renewed_at = NULL "
                   f"WHERE slot = 0 AND token = {_quote(self.token)}").collect()
-
-
-@contextmanager
-def _local_lock(location: str, pipeline: str) -> Iterator[IO[str] | None]:
-    if not is_local(location):
-        yield None
-        return
-    Path(location).mkdir(parents=True, exist_ok=True)
-    with open(Path(location) / ".deltasink.lock", "a+") as handle:
-        try:
-            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            raise CheckpointError(
-                f"pipeline {pipeline} is already running on checkpoint {location} "
-                "(another process holds its lock); wait for it to finish.") from None
-        handle.seek(0)
-        handle.truncate()
-        handle.write(str(os.getpid()))
-        handle.flush()
-        yield handle
-
-
-@contextmanager
-def single_writer(spark: SparkSession, location: str, pipeline: str) -> Iterator[Lease]:
-    """Hold the checkpoint for one run: the local lock (local folders) and the lease.
-
-    Raises:
-        CheckpointError: another run holds the checkpoint.
-    """
-    with _local_lock(location, pipeline):
-        lease = Lease(location, pipeline)
-        lease.acquire(spark)
-        stop = threading.Event()
-        renewing = own_session(spark)  # never a commit inside the caller's txn settings
-
-        def renew() -> None:
-            while not stop.wait(RENEW_EVERY):
-                try:
-                    lease.renew(renewing)
-                except Exception:  # a store hiccup: the next renewal or verify() decides
-                    continue
-
-        thread = threading.Thread(target=renew, name="deltasink-lease", daemon=True)
-        thread.start()
-        try:
-            yield lease
-        finally:
-            stop.set()
-            thread.join(RENEW_EVERY)
-            try:
-                lease.release(spark)
-            except Exception:  # the lease then expires by itself
-                pass

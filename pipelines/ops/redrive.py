@@ -19,7 +19,7 @@ from pyspark.sql import functions as F
 
 from pipelines.config.model import PipelineConfig
 from pipelines.errors import ConfigError
-from pipelines.ledger.lease import single_writer
+from pipelines.ledger.single_writer import single_writer
 from pipelines.ops.redrive_commit import RedriveResult, commit_redrive
 from pipelines.ops.redrive_plan import OLD_REASON, RedrivePlan
 from pipelines.sink.avro import writer_schemas

@@ -21,7 +21,7 @@ from pipelines.config.model import PipelineConfig
 from pipelines.errors import CommitError, ConfigError, SourceError
 from pipelines.kafka import topics
 from pipelines.ledger import checkpoint, state
-from pipelines.ledger.lease import single_writer
+from pipelines.ledger.single_writer import single_writer
 from pipelines.tables import TableRef
 
 Offsets = dict[str, dict[int, int]]
