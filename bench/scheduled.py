@@ -42,8 +42,8 @@ from pipelines.runtime.phases import PREFIX, parse_line
 RESULTS = Path(__file__).resolve().parent / "results"
 KINDS = ("plain", "deltasink", "no-validate")
 #: The phases reported, in order (``launch`` = wall time the process did not time itself).
-PHASES = ("launch", "spark", "source", "preflight", "tables", "resume", "stream", "validate",
-          "other")
+PHASES = ("launch", "spark", "source", "preflight", "tables", "lease", "resume", "stream",
+          "validate", "other")
 
 
 def say(text: str) -> None:

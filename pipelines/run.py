@@ -29,7 +29,7 @@ from pipelines.ledger import checkpoint
 from pipelines.ledger.lag import harvester
 from pipelines.ledger.lease import Lease
 from pipelines.ledger.resume import Resume, agree, recover
-from pipelines.ledger.single_writer import single_writer
+from pipelines.ledger.single_writer import claim_checkpoint
 from pipelines.runtime.phases import Phases
 from pipelines.runtime.spark import side_session
 from pipelines.sink.avro import writer_schemas
@@ -65,8 +65,8 @@ def run_pipeline(spark: SparkSession, config: PipelineConfig, *, trigger: str = 
         validate: run the quality suites after the run; in continuous mode also every
             ``quality.validate_every`` (``quality/cadence.py``).
         progress: receives one line per batch and a summary (default: the logger).
-        phases: adds the seconds of each phase (source, preflight, tables, resume, stream,
-            validate) to this clock, for the ``timings:`` line of ``deltasink run``.
+        phases: adds the seconds of each phase (source, preflight, tables, lease: the wait for
+            the lease, resume, stream, validate) to this clock, for the ``timings:`` line of ``deltasink run``.
 
     Returns:
         The run's batches and totals.
@@ -78,41 +78,45 @@ def run_pipeline(spark: SparkSession, config: PipelineConfig, *, trigger: str = 
     clock = phases or Phases()
     schema = config.event_schema()
     run_id = uuid.uuid4().hex[:12]
-    with clock.phase("source"):
-        source = topics.inspect_source(spark, config.source, config.source.broker_timeout)
-    partitions = source.partitions
-    with clock.phase("preflight"):
-        for note in preflight.check_locations(spark, config):
-            say(note)
-        writer_schemas(config)  # Avro: the registry answers, or the .avsc reads, before any table
-    with clock.phase("tables"):
-        ensure_sink_tables(spark, config, schema)
-    batches: list[BatchMetrics] = []
     client = side_session(spark, config.spark.remote)  # never the stream's, under Connect
-    recorder = None
-    harvest: Harvest | None = None
-    if config.quality.enabled:  # per batch, so crashed and unvalidated runs are counted too
-        from quality.recorder import MetricsRecorder
+    # The lease is taken on a side thread while the start-up checks run; everything that needs
+    # it (resuming, the query, every commit) runs after claim.wait().
+    with claim_checkpoint(client, config.checkpoint, config.name) as claim:
+        with clock.phase("source"):
+            source = topics.inspect_source(spark, config.source, config.source.broker_timeout)
+        partitions = source.partitions
+        with clock.phase("preflight"):
+            for note in preflight.check_locations(spark, config):
+                say(note)
+            writer_schemas(config)  # Avro: the registry answers, or the .avsc reads, first
+        with clock.phase("tables"):
+            ensure_sink_tables(spark, config, schema)
+        batches: list[BatchMetrics] = []
+        recorder = None
+        harvest: Harvest | None = None
+        if config.quality.enabled:  # per batch, so crashed and unvalidated runs count too
+            from quality.recorder import MetricsRecorder
 
-        recorder = MetricsRecorder(client, config, say)  # never fails a committed batch
-        harvest = harvester(recorder.flush, say)
-    cadence = None
-    if validate and config.quality.enabled and trigger == "continuous":
-        from quality.cadence import CadenceValidator
+            recorder = MetricsRecorder(client, config, say)  # never fails a committed batch
+            harvest = harvester(recorder.flush, say)
+        cadence = None
+        if validate and config.quality.enabled and trigger == "continuous":
+            from quality.cadence import CadenceValidator
 
-        cadence = CadenceValidator(spark, config, run_id, say)  # quality.validate_every
+            cadence = CadenceValidator(spark, config, run_id, say)  # quality.validate_every
 
-    def on_batch(metrics: BatchMetrics) -> None:
-        batches.append(metrics)
-        say(metrics.progress_line())
-        if recorder is not None:
-            recorder.record(metrics)
-        if cadence is not None:
-            cadence(metrics)  # after the commit; may raise QualityError (on_failure: stop)
+        def on_batch(metrics: BatchMetrics) -> None:
+            batches.append(metrics)
+            say(metrics.progress_line())
+            if recorder is not None:
+                recorder.record(metrics)
+            if cadence is not None:
+                cadence(metrics)  # after the commit; may raise QualityError (on_failure: stop)
 
-    say(f"run {run_id}: {config.describe}")
-    feed = BatchFeed(client, config, run_id, on_batch)
-    with single_writer(client, config.checkpoint, config.name) as lease:
+        with clock.phase("lease"):
+            lease = claim.wait()
+        say(f"run {run_id}: {config.describe}")
+        feed = BatchFeed(client, config, run_id, on_batch)
         with clock.phase("resume"):
             resume = agree(spark, config, partitions, lease, say, now=source.identity)
             check_retention(spark, config, resume.offsets, say, partitions)
@@ -121,16 +125,17 @@ def run_pipeline(spark: SparkSession, config: PipelineConfig, *, trigger: str = 
         with clock.phase("stream"):
             _stream(spark, config, run_id, trigger, interval, partitions, feed, say,
                     resume, lease, harvest)
-    result = RunResult(config.name, run_id, tuple(batches))
-    say(f"run {run_id} done: {len(batches)} batches, in={result.records_in} "
-        f"inserted={result.inserted} quarantined={result.quarantined}")
-    with clock.phase("validate"):
-        if cadence is not None:
-            cadence.finish()  # what the stream committed since its last cadence validation
-        elif validate and config.quality.enabled:
-            from quality.cadence import validate_run
+        claim.release_soon()  # nothing left to write under it: released while validating
+        result = RunResult(config.name, run_id, tuple(batches))
+        say(f"run {run_id} done: {len(batches)} batches, in={result.records_in} "
+            f"inserted={result.inserted} quarantined={result.quarantined}")
+        with clock.phase("validate"):
+            if cadence is not None:
+                cadence.finish()  # what the stream committed since its last cadence validation
+            elif validate and config.quality.enabled:
+                from quality.cadence import validate_run
 
-            validate_run(spark, config, result, say)
+                validate_run(spark, config, result, say)
     return result
 
 

@@ -183,11 +183,17 @@ class Lease:
     def acquire(self, spark: SparkSession) -> None:
         """Take the lease, or refuse because another run holds it.
 
+        A lease the last run released is taken with one ``UPDATE`` that matches a free row;
+        otherwise the row is read (created if missing) and a free, dead or expired lease is
+        taken with an ``UPDATE`` that matches only the token just read.
+
         Raises:
             CheckpointError: another live run holds the lease, or took it at the same moment.
         """
         if faults.setting("skip_lease_acquire"):
             return  # test hook: a writer on a store where it cannot see the other's lease
+        if self._take(spark, "token IS NULL"):
+            return
         held = self.read(spark)
         if held is None:  # no table or no row yet: create them (a cold MERGE, so only then)
             self._ensure(spark)
@@ -198,20 +204,34 @@ class Lease:
                 f"pipeline {self.pipeline} is already running on checkpoint "
                 f"{self.location} ({self._describe(held)}); wait for it to finish. A run that "
                 f"died elsewhere releases it {LEASE_TTL:.0f}s after its last renewal.")
-        matches = "token IS NULL" if seen is None else f"token = {_quote(seen)}"
-        try:
-            spark.sql(f"UPDATE {self._sql_name} SET token = {_quote(self.token)}, "
-                      f"pipeline = {_quote(self.pipeline)}, host = {_quote(self.host)}, "
-                      f"pid = {self.pid}, renewed_at = current_timestamp() "
-                      f"WHERE slot = 0 AND {matches}").collect()
-        except Exception as exc:
-            if not _conflict(exc):
-                raise
-        now = self.read(spark)
-        if now is None or now.token != self.token:
+        if not self._take(spark, "token IS NULL" if seen is None else f"token = {_quote(seen)}"):
             raise CheckpointError(
                 f"pipeline {self.pipeline}: another run took checkpoint {self.location} at "
                 "the same moment; wait for it to finish.")
+
+    def _take(self, spark: SparkSession, matches: str) -> bool:
+        """Set this run's token on the row if it ``matches``; whether this run now holds it.
+
+        Delta's ``UPDATE`` is a compare-and-set: it commits only if no other commit changed the
+        row since it read it (else a concurrent-modification conflict), and it reports the rows
+        it changed, so one row changed means the lease is this run's. A missing table or a
+        conflict is "not taken".
+        """
+        try:
+            rows = spark.sql(
+                f"UPDATE {self._sql_name} SET token = {_quote(self.token)}, "
+                f"pipeline = {_quote(self.pipeline)}, host = {_quote(self.host)}, "
+                f"pid = {self.pid}, renewed_at = current_timestamp() "
+                f"WHERE slot = 0 AND {matches}").collect()
+        except Exception as exc:
+            if _missing(exc) or _conflict(exc):
+                return False
+            raise
+        counted = rows[0].asDict().get("num_affected_rows") if rows else None
+        if counted is not None:
+            return int(counted) == 1
+        now = self.read(spark)  # a Delta that does not report the rows it changed
+        return now is not None and now.token == self.token
 
     def renew(self, spark: SparkSession) -> None:
         """Refresh ``renewed_at`` if the lease is still ours (called by the renewal thread)."""

@@ -244,3 +244,21 @@ def test_the_lease_renews_in_a_session_whose_settings_are_its_own(spark: SparkSe
         assert renewing.conf.get(TXN_APP_ID, None) is None
     finally:
         spark.conf.unset(TXN_APP_ID)
+
+
+def test_a_released_lease_is_taken_with_one_update(spark: SparkSession, tmp_path: Path) -> None:
+    location = str(tmp_path / "ckpt")
+    first = Lease(location, "p")
+    first.acquire(spark)
+    first.release(spark)
+    table = f"delta.`{first.table}`"
+    before = spark.sql(f"DESCRIBE HISTORY {table}").first()
+    assert before is not None
+
+    lease = Lease(location, "p")
+    lease.acquire(spark)
+
+    history = spark.sql(f"DESCRIBE HISTORY {table}").collect()
+    assert [r["operation"] for r in history if r["version"] > before["version"]] == ["UPDATE"]
+    held = lease.read(spark)
+    assert held is not None and held.token == lease.token
