@@ -66,7 +66,8 @@ def run_pipeline(spark: SparkSession, config: PipelineConfig, *, trigger: str = 
             ``quality.validate_every`` (``quality/cadence.py``).
         progress: receives one line per batch and a summary (default: the logger).
         phases: adds the seconds of each phase (source, preflight, tables, lease: the wait for
-            the lease, resume, stream, validate) to this clock, for the ``timings:`` line of ``deltasink run``.
+            the lease, resume, stream, validate) to this clock, for the ``timings:`` line of
+            ``deltasink run``.
 
     Returns:
         The run's batches and totals.

@@ -62,6 +62,12 @@ def any_of(terms: Iterable[str]) -> str:
     return " OR ".join(kept) if kept else "false"
 
 
+def between(alias: str, name: str, low: Any, high: Any) -> str:
+    """``low <= alias.name <= high``: lets Delta skip files by their min/max statistics."""
+    col = column(alias, name)
+    return f"{col} >= {literal(low)} AND {col} <= {literal(high)}"
+
+
 def equal_on(keys: Sequence[str], *, null_safe: bool = False) -> str:
     """``t.k = s.k`` (or ``<=>``) for every key."""
     op = "<=>" if null_safe else "="

@@ -23,7 +23,7 @@ from typing import Any
 
 from pyspark.sql import DataFrame, SparkSession
 
-from pipelines import faults
+from pipelines import faults, sql
 from pipelines.config.model import DATE_COLUMN, PipelineConfig
 from pipelines.errors import CheckpointError
 from pipelines.ledger.reconcile import check_not_restored, prove_replay
@@ -38,7 +38,6 @@ from pipelines.sink.merge import (
     insert_only_merge,
     merge_settings,
     null_safe_or_legacy,
-    range_filter,
 )
 from pipelines.sink.metrics import BatchMetrics, commit_counts
 from pipelines.sink.parse import quarantine_rows
@@ -180,7 +179,7 @@ class BatchSink:
             faults.maybe_crash("before_quarantine_commit", batch_id, self.fault_spec)
             with txn(spark, app_id, batch_id, None), merge_settings(spark):
                 return insert_only_merge(
-                    ref, rows, QUARANTINE_KEY, range_filter("t", "kafka_offset", lo, hi),
+                    ref, rows, QUARANTINE_KEY, sql.between("t", "kafka_offset", lo, hi),
                     f"t.kafka_timestamp <=> s.kafka_timestamp AND "
                     f"({null_safe_or_legacy('record_hash')})")
 

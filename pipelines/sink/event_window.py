@@ -35,6 +35,8 @@ MAX_SPANS = 32
 MIN_BUCKET_SECONDS, MAX_BUCKET_SECONDS = 60, 3600
 
 Span = tuple[datetime, datetime]
+_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+_FIRST, _LAST = datetime.min.replace(tzinfo=UTC), datetime.max.replace(tzinfo=UTC)
 
 
 def bucket_seconds(window: timedelta) -> int:
@@ -64,11 +66,10 @@ def spans(buckets: Iterable[int], window: timedelta) -> list[Span]:
         Sorted, disjoint ranges, at most :data:`MAX_SPANS`; empty for no bucket.
     """
     width = bucket_seconds(window)
-    epoch = datetime(1970, 1, 1, tzinfo=UTC)
     merged: list[list[datetime]] = []
     for bucket in sorted(set(buckets)):
-        low = epoch + timedelta(seconds=bucket * width) - window
-        high = epoch + timedelta(seconds=(bucket + 1) * width) + window
+        low = _moment(bucket * width - window.total_seconds())
+        high = _moment((bucket + 1) * width + window.total_seconds())
         if merged and low <= merged[-1][1]:
             merged[-1][1] = max(merged[-1][1], high)
         else:
@@ -79,23 +80,32 @@ def spans(buckets: Iterable[int], window: timedelta) -> list[Span]:
     return [(low, high) for low, high in merged]
 
 
+def _moment(seconds: float) -> datetime:
+    """``seconds`` after the epoch (UTC), held within Python's datetimes (years 1..9999): a
+    span that would reach past them reaches their end, where no row can be."""
+    try:
+        return _EPOCH + timedelta(seconds=seconds)
+    except OverflowError:
+        return _LAST if seconds > 0 else _FIRST
+
+
 def dates_of(ranges: Sequence[Span]) -> list[date]:
     """Every UTC date a range touches (the ``event_date`` partitions to read), sorted."""
     out: set[date] = set()
     for low, high in ranges:
-        day = low.astimezone(UTC).date()
-        while day <= high.astimezone(UTC).date():
+        day, last = low.astimezone(UTC).date(), high.astimezone(UTC).date()
+        while True:
             if 1000 <= day.year <= 9999:  # the dates parse lets in (see read_values)
                 out.add(day)
+            if day >= last:
+                break
             day += timedelta(days=1)
     return sorted(out)
 
 
 def range_predicate(time_column: str, ranges: Sequence[Span]) -> str:
     """``t.time`` inside one of ``ranges`` (inclusive), as SQL: Delta skips files by it."""
-    col = sql.column("t", time_column)
-    return sql.any_of(f"({col} >= {sql.literal(low)} AND {col} <= {sql.literal(high)})"
-                      for low, high in ranges)
+    return sql.any_of(f"({sql.between('t', time_column, low, high)})" for low, high in ranges)
 
 
 def within(time_column: str, window: timedelta) -> str:

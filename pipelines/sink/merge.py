@@ -87,12 +87,6 @@ def literal_filter(alias: str, values: Mapping[str, Iterable[Any]]) -> str | Non
     return sql.isin(alias, values)
 
 
-def range_filter(alias: str, column: str, low: Any, high: Any) -> str:
-    """``low <= alias.column <= high``: lets Delta skip files by their min/max statistics."""
-    col = sql.column(alias, column)
-    return f"{col} >= {sql.literal(low)} AND {col} <= {sql.literal(high)}"
-
-
 def expand_dates(dates: Iterable[date], days: int) -> list[date]:
     """Every date within ``days`` of one of ``dates`` (sorted, distinct; ``dates`` if 0).
 

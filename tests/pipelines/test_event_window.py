@@ -54,6 +54,18 @@ def test_a_span_across_midnight_reads_both_dates() -> None:
         DAY.date(), DAY.date() + dt.timedelta(days=1)]
 
 
+def test_spans_and_dates_at_the_ends_of_time_stop_there_instead_of_overflowing() -> None:
+    last = dt.datetime(9999, 12, 31, 23, 30, tzinfo=UTC)  # the latest time the parser lets in
+    bucket = int(last.timestamp()) // bucket_seconds(HOUR)
+    (low, high), = spans([bucket], HOUR)
+    assert low <= last - HOUR and high == dt.datetime.max.replace(tzinfo=UTC)
+    assert dates_of([(low, high)]) == [dt.date(9999, 12, 31)]
+    first = dt.datetime(1, 1, 1, 0, 30, tzinfo=UTC)
+    (low, high), = spans([int(first.timestamp()) // bucket_seconds(HOUR)], HOUR)
+    assert low == dt.datetime.min.replace(tzinfo=UTC) and high >= first + HOUR
+    assert dates_of([(low, high)]) == []  # before year 1000: no event_date can hold it
+
+
 @pytest.mark.parametrize("partition_by", [["event_date"], []])
 def test_a_copy_is_caught_within_the_window_on_any_date_and_lands_again_beyond_it(
         spark: SparkSession, lake: Path, partition_by: list[str]) -> None:

@@ -37,6 +37,9 @@ def test_identifiers_and_predicates(spark: SparkSession) -> None:
         "SELECT * FROM VALUES (1, DATE'2026-01-01', 5), (2, DATE'2026-01-03', 5) AS t(k, d, n) "
         f"WHERE {sql.isin('t', {'d': [date(2026, 1, 1), date(2026, 1, 2)]})}").collect()
     assert [r["k"] for r in rows] == [1]
+    rows = spark.sql("SELECT * FROM VALUES (1), (2), (3), (4) AS t(k) "
+                     f"WHERE {sql.between('t', 'k', 2, 3)}").collect()
+    assert sorted(r["k"] for r in rows) == [2, 3]  # both ends included
 
 
 def test_the_window_and_sequence_predicates_mean_what_the_merge_needs(
