@@ -30,6 +30,7 @@ from pipelines.ledger.lag import harvester
 from pipelines.ledger.lease import Lease
 from pipelines.ledger.resume import Resume, agree, recover
 from pipelines.ledger.single_writer import claim_checkpoint
+from pipelines.runtime.aside import Aside
 from pipelines.runtime.phases import Phases
 from pipelines.runtime.spark import side_session
 from pipelines.sink.avro import writer_schemas
@@ -82,7 +83,7 @@ def run_pipeline(spark: SparkSession, config: PipelineConfig, *, trigger: str = 
     client = side_session(spark, config.spark.remote)  # never the stream's, under Connect
     # The lease is taken on a side thread while the start-up checks run; everything that needs
     # it (resuming, the query, every commit) runs after claim.wait().
-    with claim_checkpoint(client, config.checkpoint, config.name) as claim:
+    with claim_checkpoint(client, config.checkpoint, config.name) as claim, Aside() as aside:
         with clock.phase("source"):
             source = topics.inspect_source(spark, config.source, config.source.broker_timeout)
         partitions = source.partitions
@@ -100,6 +101,8 @@ def run_pipeline(spark: SparkSession, config: PipelineConfig, *, trigger: str = 
 
             recorder = MetricsRecorder(client, config, say)  # never fails a committed batch
             harvest = harvester(recorder.flush, say)
+            if config.quality.max_staleness is None:  # the staleness check reads those rows
+                harvest = _final_aside(harvest, aside)
         cadence = None
         if validate and config.quality.enabled and trigger == "continuous":
             from quality.cadence import CadenceValidator
@@ -138,6 +141,20 @@ def run_pipeline(spark: SparkSession, config: PipelineConfig, *, trigger: str = 
 
                 validate_run(spark, config, result, say)
     return result
+
+
+def _final_aside(harvest: Harvest, aside: Aside) -> Harvest:
+    """``harvest`` whose final write (the run's metrics rows, after the query ended) runs on a
+    side thread, beside the validation; the run waits for it before it ends."""
+
+    def harvest_aside(query: StreamingQuery, final: bool = False) -> None:
+        if final:
+            aside.wait()  # a query restarted after an outage: one final write at a time
+            aside.start("deltasink-metrics", harvest, query, final=True)
+        else:
+            harvest(query)
+
+    return harvest_aside
 
 
 def _stream(spark: SparkSession, config: PipelineConfig, run_id: str, trigger: str,
