@@ -134,7 +134,7 @@ def main(argv: list[str] | None = None) -> int:
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--sizes", default="50000,500000,1000000",
                         help="comma-separated topic sizes in events (default: %(default)s)")
-    parser.add_argument("--batch", type=int, default=200_000,
+    parser.add_argument("--batch", type=int, default=500_000,
                         help="records per micro-batch for all three (default: %(default)s)")
     parser.add_argument("--passes", type=int, default=2, help="default: %(default)s")
     parser.add_argument("--tables", choices=("existing", "new"), default="existing",

@@ -32,7 +32,7 @@ source:
   bootstrap_servers: {bootstrap}
   topics: [{topic_yaml}]{pad_topics}# or topic_pattern: "orders.*" instead
   # starting_offsets: earliest       # earliest | latest: only for a brand-new table
-  # max_records_per_batch: 200000    # records per micro-batch (maxOffsetsPerTrigger)
+  # max_records_per_batch: 500000    # records per micro-batch (maxOffsetsPerTrigger)
   # isolation_level: read_committed
   # fail_on_data_loss: true          # false: skip offsets that Kafka retention deleted
   # max_record_bytes: 1048576        # larger records are quarantined as "oversized"
