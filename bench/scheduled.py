@@ -108,13 +108,17 @@ def render(results: dict[int, dict[str, list[dict[str, float]]]], meta: dict[str
              "median per cell. Batch size "
              f"{meta['batch']:,} records for all three. Wall time is process start to exit.", "",
              "| events | plain s | deltasink s | ratio | --no-validate s | ratio "
-             "| validate share |",
-             "|---|---|---|---|---|---|---|"]
+             "| validate share | events/s per core: plain | deltasink |",
+             "|---|---|---|---|---|---|---|---|---|"]
+    cores = int(meta.get("cores") or 1)
     for events, runs in sorted(results.items()):
         plain, full, bare = (_median(runs[k], "wall") for k in KINDS)
         share = _median(runs["deltasink"], "validate") / full if full else 0.0
         lines.append(f"| {events:,} | {plain:.1f} | {full:.1f} | {full / plain:.2f}x | "
-                     f"{bare:.1f} | {bare / plain:.2f}x | {share:.0%} |")
+                     f"{bare:.1f} | {bare / plain:.2f}x | {share:.0%} | "
+                     f"{events / plain / cores:,.0f} | {events / full / cores:,.0f} |")
+    lines += ["", f"Events/s per core: the size's events over the process's whole wall time "
+              f"(start-up, stream, validation) and the {cores} cores of the machine."]
     lines += ["", "Where the seconds go (median seconds per phase; plain's `stream` is its query, "
               "deltasink's `stream` holds its batches):", "",
               "| events | process | " + " | ".join(PHASES) + " | wall |",
@@ -150,7 +154,7 @@ def main(argv: list[str] | None = None) -> int:
     meta: dict[str, Any] = {"started": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
                             "host": os.uname().nodename, "load_start": env.load(),
                             "passes": args.passes, "batch": args.batch, "sizes": sizes,
-                            "tables": args.tables}
+                            "tables": args.tables, "cores": os.cpu_count() or 1}
     results: dict[int, dict[str, list[dict[str, float]]]] = {}
     with tempfile.TemporaryDirectory(prefix="deltasink-scheduled-") as tmp:
         work = Path(tmp)
