@@ -60,6 +60,6 @@ def test_a_refused_claim_raises_at_wait_and_leaves_the_holders_lease(
     other = plant(spark, location, "machine-a", 12345, age=1)
     monkeypatch.setenv("DELTASINK_FAULT", "lease_host=machine-b")
     with claim_checkpoint(spark, location, "p") as claim:
-        with pytest.raises(CheckpointError, match="already running.*machine-a"):
+        with pytest.raises(CheckpointError, match=r"already running.*machine-a"):
             claim.wait()
     assert _token(spark, location) == other.token
