@@ -181,18 +181,35 @@ class Lease:
                 f"{max(0.0, held.age_s):.0f}s ago")
 
     def acquire(self, spark: SparkSession) -> None:
-        """Take the lease, or refuse because another run holds it.
+        """Take the lease, or refuse because another run holds it: :meth:`take_free`, else
+        :meth:`take_over`.
 
-        A lease the last run released is taken with one ``UPDATE`` that matches a free row;
-        otherwise the row is read (created if missing) and a free, dead or expired lease is
-        taken with an ``UPDATE`` that matches only the token just read.
+        Raises:
+            CheckpointError: another live run holds the lease, or took it at the same moment.
+        """
+        if not self.take_free(spark):
+            self.take_over(spark)
+
+    def take_free(self, spark: SparkSession) -> bool:
+        """Take a lease the last run released, with one ``UPDATE`` that matches a free row.
+
+        Creates nothing: with no lease table (a new checkpoint) it only answers False.
+
+        Returns:
+            Whether this run now holds the lease.
+        """
+        if faults.setting("skip_lease_acquire"):
+            return True  # test hook: a writer on a store where it cannot see the other's lease
+        return self._take(spark, "token IS NULL")
+
+    def take_over(self, spark: SparkSession) -> None:
+        """Read the row (creating the table and row if missing), refuse a live holder, and take
+        a free, dead or expired lease with an ``UPDATE`` that matches only the token just read.
 
         Raises:
             CheckpointError: another live run holds the lease, or took it at the same moment.
         """
         if faults.setting("skip_lease_acquire"):
-            return  # test hook: a writer on a store where it cannot see the other's lease
-        if self._take(spark, "token IS NULL"):
             return
         held = self.read(spark)
         if held is None:  # no table or no row yet: create them (a cold MERGE, so only then)

@@ -10,7 +10,7 @@ import fcntl
 import os
 import threading
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import ExitStack, contextmanager
 from pathlib import Path
 from typing import IO
 
@@ -43,12 +43,14 @@ def _local_lock(location: str, pipeline: str) -> Iterator[IO[str] | None]:
 
 
 class Claim:
-    """A run's hold on a checkpoint's lease, taken on a side thread while the run starts.
+    """A run's hold on a checkpoint, taken on a side thread while the run starts.
 
-    The thread takes the lease (``Lease.acquire``: one cold ``UPDATE`` when the last run released
-    it) while the caller goes on with work that needs no lease, then renews it every
-    ``RENEW_EVERY`` seconds until it is released. :meth:`wait` is the point after which the caller
-    holds it. Nothing of the lease's guarantee changes: what needs it (resuming, the query's
+    A side thread tries :meth:`Lease.take_free` at once (one ``UPDATE``; it creates nothing)
+    while the caller goes on with checks that need no lease. Anything that would create (a new
+    checkpoint's folder, lock file or lease table) or read and take over another run's lease
+    waits for :meth:`wait`, so a run that fails its start-up checks leaves no checkpoint behind.
+    Once taken, the same thread renews the lease every ``RENEW_EVERY`` seconds until it is
+    released. Nothing of the lease's guarantee changes: what needs it (resuming, the query's
     start, every batch commit with its ``verify``) comes after :meth:`wait`.
 
     Args:
@@ -60,8 +62,14 @@ class Claim:
     def __init__(self, spark: SparkSession, location: str, pipeline: str) -> None:
         self.lease = Lease(location, pipeline)
         self._spark = spark
+        self._locks = ExitStack()  # the local flock, taken now if the folder exists
+        self._unlocked = is_local(location) and not Path(location).is_dir()
+        self._early = not self._unlocked  # a new local folder: nothing to take before wait()
+        if self._early:
+            self._locks.enter_context(_local_lock(location, pipeline))
         self._error: BaseException | None = None
-        self._held = False
+        self._held = self._cancelled = False
+        self._go = threading.Event()  # wait() was called: the run may create and take over
         self._decided = threading.Event()
         self._stop = threading.Event()
         self._releasing: threading.Thread | None = None
@@ -70,7 +78,12 @@ class Claim:
 
     def _hold(self) -> None:
         try:
-            self.lease.acquire(self._spark)
+            taken = self._early and self.lease.take_free(self._spark)
+            if not taken:
+                self._go.wait()
+                if self._cancelled:
+                    return
+                self.lease.take_over(self._spark)
             self._held = True
         except BaseException as exc:  # re-raised by wait(), on the caller's thread
             self._error = exc
@@ -89,12 +102,26 @@ class Claim:
         """Wait until the lease is taken, and return it.
 
         Raises:
-            CheckpointError: another run holds the checkpoint (or an error of the store).
+            CheckpointError: another run holds the checkpoint (its lease, or on this host its
+                lock), or an error of the store.
         """
+        if self._unlocked:
+            self._unlocked = False
+            try:
+                self._locks.enter_context(_local_lock(self.lease.location, self.lease.pipeline))
+            except BaseException:
+                self._cancel()
+                raise
+        self._go.set()
         self._decided.wait()
         if self._error is not None:
             raise self._error
         return self.lease
+
+    def _cancel(self) -> None:
+        if not self._go.is_set():
+            self._cancelled = True
+            self._go.set()
 
     def release_soon(self) -> None:
         """Release the lease on a side thread: the run has nothing left to write under it
@@ -113,27 +140,28 @@ class Claim:
             pass
 
     def close(self) -> None:
-        """Wait for the taking thread, and release the lease if it was taken."""
+        """Stop a claim :meth:`wait` never confirmed, release a lease that was taken, and drop
+        the local lock."""
+        self._cancel()  # a run that failed before wait() creates and takes over nothing
         self._decided.wait()
         self.release_soon()
         if self._releasing is not None:
             self._releasing.join()
+        self._locks.close()
 
 
 @contextmanager
 def claim_checkpoint(spark: SparkSession, location: str, pipeline: str) -> Iterator[Claim]:
-    """Take the local lock (local folders) now and start taking the lease on a side thread;
-    release both on exit.
+    """Start taking the checkpoint (:class:`Claim`); release it on exit.
 
     Raises:
         CheckpointError: another process of this host holds the local lock.
     """
-    with _local_lock(location, pipeline):
-        claim = Claim(spark, location, pipeline)
-        try:
-            yield claim
-        finally:
-            claim.close()
+    claim = Claim(spark, location, pipeline)
+    try:
+        yield claim
+    finally:
+        claim.close()
 
 
 @contextmanager

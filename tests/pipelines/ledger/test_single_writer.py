@@ -63,3 +63,17 @@ def test_a_refused_claim_raises_at_wait_and_leaves_the_holders_lease(
         with pytest.raises(CheckpointError, match=r"already running.*machine-a"):
             claim.wait()
     assert _token(spark, location) == other.token
+
+
+@pytest.mark.parametrize("uri", [False, True])
+def test_a_run_that_fails_before_waiting_leaves_a_new_checkpoint_uncreated(
+        spark: SparkSession, tmp_path: Path, uri: bool) -> None:
+    folder = tmp_path / "new-ckpt"
+    location = f"file://{folder}" if uri else str(folder)  # a URI: no flock, the UPDATE runs
+    with pytest.raises(RuntimeError), claim_checkpoint(spark, location, "p"):
+        time.sleep(2)  # the side thread has tried a free lease meanwhile
+        raise RuntimeError("the broker did not answer")
+    assert not folder.exists()
+    with claim_checkpoint(spark, location, "p") as claim:  # the run that passes its checks
+        claim.wait()
+        assert folder.is_dir() and _token(spark, location) == claim.lease.token
