@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable
 
 from pyspark.sql import SparkSession
 
 from pipelines.config.model import PipelineConfig
-from pipelines.errors import SourceError
+from pipelines.errors import BrokerAuthError, BrokerError, SourceError
 from pipelines.kafka import topics
 
 
@@ -16,13 +17,27 @@ def check_retention(spark: SparkSession, config: PipelineConfig,
                     partitions: dict[str, list[int]] | None = None) -> None:
     """Compare the offsets the table recorded with the earliest ones Kafka still has.
 
-    ``partitions``: the subscribed partitions, if the caller just listed them.
+    ``partitions``: the subscribed partitions, if the caller just listed them. A broker that
+    does not answer (or, just back from an outage, has no partition leaders yet) is asked again
+    until ``source.broker_timeout``, as at the run's start.
 
     Raises:
         SourceError: retention deleted unread offsets and ``source.fail_on_data_loss`` is true.
+        BrokerError: the broker did not answer within ``source.broker_timeout``, or refused
+            the client.
     """
-    gone = topics.deleted_offsets(spark, config.source, recorded or {},
-                                  existing=partitions)
+    deadline = time.monotonic() + config.source.broker_timeout
+    while True:
+        try:
+            gone = topics.deleted_offsets(spark, config.source, recorded or {},
+                                          existing=partitions)
+            break
+        except BrokerAuthError:
+            raise
+        except BrokerError:
+            if time.monotonic() >= deadline:
+                raise
+            time.sleep(2.0)
     if not gone:
         return
     count = sum(low - nxt for nxt, low in gone.values())

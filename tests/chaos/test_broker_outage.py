@@ -16,6 +16,7 @@ from pyspark.sql import SparkSession
 from pipelines.errors import BrokerError
 from pipelines.kafka.broker import EmbeddedBroker
 from pipelines.kafka.produce import produce_events
+from pipelines.kafka.retention import check_retention
 from pipelines.run import run_pipeline
 from tests.chaos.conftest import PROFILES, Profile, record
 from tests.support.checker import check
@@ -96,3 +97,16 @@ def test_outage_beyond_broker_timeout_fails_clearly_and_the_next_run_completes(
     record("3 broker frozen > broker_timeout, rerun", profile, verdict,
            f"BrokerError after {took:.0f}s")
     assert verdict.clean, (seed, verdict, outage.lines)
+
+
+def test_the_retention_check_rides_out_a_broker_that_answers_within_broker_timeout(
+        spark: SparkSession, own_broker: EmbeddedBroker, lake: Path, topic: str) -> None:
+    """make test saw a rerun fail right after an outage: its offsets request ("No leaders
+    found") had a fixed 10 s, where the run's start waits up to ``source.broker_timeout``."""
+    produce_events(own_broker.bootstrap_servers, topic, 10, seed=1, partitions=1)
+    cfg = make_config(lake, own_broker.bootstrap_servers, topic, source={"broker_timeout": "90s"})
+    own_broker.pause()
+    threading.Timer(14.0, own_broker.resume).start()  # longer than one 10 s request
+    started = time.monotonic()
+    check_retention(spark, cfg, {topic: {0: 0}}, lambda _l: None, {topic: [0]})  # no raise
+    assert time.monotonic() - started >= 10  # it waited for the broker instead of failing
