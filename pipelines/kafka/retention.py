@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-import time
 from collections.abc import Callable
 
 from pyspark.sql import SparkSession
 
 from pipelines.config.model import PipelineConfig
-from pipelines.errors import BrokerAuthError, BrokerError, SourceError
+from pipelines.errors import SourceError
 from pipelines.kafka import topics
 
 
@@ -26,18 +25,8 @@ def check_retention(spark: SparkSession, config: PipelineConfig,
         BrokerError: the broker did not answer within ``source.broker_timeout``, or refused
             the client.
     """
-    deadline = time.monotonic() + config.source.broker_timeout
-    while True:
-        try:
-            gone = topics.deleted_offsets(spark, config.source, recorded or {},
-                                          existing=partitions)
-            break
-        except BrokerAuthError:
-            raise
-        except BrokerError:
-            if time.monotonic() >= deadline:
-                raise
-            time.sleep(2.0)
+    gone = topics.ride_out(lambda: topics.deleted_offsets(
+        spark, config.source, recorded or {}, existing=partitions), config.source.broker_timeout)
     if not gone:
         return
     count = sum(low - nxt for nxt, low in gone.values())

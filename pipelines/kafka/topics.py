@@ -7,8 +7,9 @@ serves the test and demo tooling too (producing, creating topics), translated th
 from __future__ import annotations
 
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from typing import TypeVar
 
 from pyspark.sql import SparkSession
 
@@ -17,6 +18,8 @@ from pipelines.errors import BrokerAuthError, BrokerError, SourceError
 from pipelines.kafka import admin
 from pipelines.kafka.client_conf import ClientConfig, librdkafka_config
 from pipelines.kafka.identity import SourceIdentity, identity_of
+
+T = TypeVar("T")
 
 
 def client_config(bootstrap: str, options: Mapping[str, str] | None = None) -> ClientConfig:
@@ -58,6 +61,25 @@ def wait_for_source(spark: SparkSession, source: SourceConfig,
     return inspect_source(spark, source, timeout).partitions
 
 
+def ride_out(call: Callable[[], T], timeout: float) -> T:
+    """``call()``, asked again every 2 s while the broker does not answer, up to ``timeout``
+    seconds. A broker that refuses the client fails at once: waiting for it cannot help.
+
+    Raises:
+        BrokerError: the last failure, once ``timeout`` has passed (or a refusal at once).
+    """
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            return call()
+        except BrokerAuthError:
+            raise
+        except BrokerError:
+            if time.monotonic() >= deadline:
+                raise
+            time.sleep(2.0)
+
+
 def inspect_source(spark: SparkSession, source: SourceConfig, timeout: float) -> SourceNow:
     """Wait (up to ``timeout`` seconds) for the broker, then check that the topics exist.
 
@@ -71,20 +93,15 @@ def inspect_source(spark: SparkSession, source: SourceConfig, timeout: float) ->
         BrokerError: the broker stayed unreachable, or refused the client.
         SourceError: a listed topic does not exist.
     """
-    deadline = time.monotonic() + timeout
-    while True:
-        try:
-            cluster, described = admin.describe_source(
-                spark, source, timeout=min(10.0, max(1.0, timeout)))
-            found = {name: numbers for name, (numbers, _id) in described.items()}
-            break
-        except BrokerAuthError:
-            raise
-        except BrokerError as exc:
-            if time.monotonic() >= deadline:
-                raise BrokerError(f"{exc} Gave up after source.broker_timeout="
-                                  f"{timeout:.0f}s; nothing was written.") from None
-            time.sleep(2.0)
+    try:
+        cluster, described = ride_out(lambda: admin.describe_source(
+            spark, source, timeout=min(10.0, max(1.0, timeout))), timeout)
+    except BrokerAuthError:
+        raise
+    except BrokerError as exc:
+        raise BrokerError(f"{exc} Gave up after source.broker_timeout="
+                          f"{timeout:.0f}s; nothing was written.") from None
+    found = {name: numbers for name, (numbers, _id) in described.items()}
     missing = [t for t in source.topics if t not in found]
     if missing:
         raise SourceError(f"topic(s) {', '.join(missing)} do not exist on "
