@@ -63,8 +63,8 @@ class Claim:
         self.lease = Lease(location, pipeline)
         self._spark = spark
         self._locks = ExitStack()  # the local flock, taken now if the folder exists
-        self._unlocked = is_local(location) and not Path(location).is_dir()
-        self._early = not self._unlocked  # a new local folder: nothing to take before wait()
+        # A new local folder: no lock, no lease to take before wait() (it would create them).
+        self._early = not (is_local(location) and not Path(location).is_dir())
         if self._early:
             self._locks.enter_context(_local_lock(location, pipeline))
         self._error: BaseException | None = None
@@ -105,8 +105,7 @@ class Claim:
             CheckpointError: another run holds the checkpoint (its lease, or on this host its
                 lock), or an error of the store.
         """
-        if self._unlocked:
-            self._unlocked = False
+        if not self._early and not self._go.is_set():  # the lock deferred by __init__
             try:
                 self._locks.enter_context(_local_lock(self.lease.location, self.lease.pipeline))
             except BaseException:
