@@ -26,9 +26,19 @@ from pipelines.config.model import DEFAULT_MASTER, PipelineConfig
 from pipelines.errors import EnvironmentSetupError
 from pipelines.runtime import jvm
 
+#: JIT settings for a local JVM on a small machine: a method is compiled by C2 only after 8x
+#: HotSpot's default calls or loops (``Tier4*``); until then it runs C1-compiled. A short run
+#: touches tens of thousands of methods and C2-compiles thousands of merely warm ones, taking
+#: CPU from the tasks (measured on 2 cores: 55 s of JIT time in a 43 s run); the per-row loops
+#: still reach C2 within a batch. bench/README.md, "JIT thresholds", has the measurements.
+SHORT_RUN_JIT = ("-XX:Tier4InvocationThreshold=40000 -XX:Tier4MinInvocationThreshold=20000 "
+                 "-XX:Tier4CompileThreshold=60000 -XX:Tier4BackEdgeThreshold=400000")
+
 #: Settings for a local session. Small shuffles and snapshot partitions matter most: a
 #: micro-batch is small, and Delta's default of 50 snapshot partitions dominates its latency.
 LOCAL_CONF: dict[str, str] = {
+    "spark.driver.extraJavaOptions": SHORT_RUN_JIT,
+    "spark.executor.extraJavaOptions": SHORT_RUN_JIT,  # local-cluster[...] executors
     "spark.sql.extensions": "io.delta.sql.DeltaSparkSessionExtension",
     "spark.sql.catalog.spark_catalog": "org.apache.spark.sql.delta.catalog.DeltaCatalog",
     "spark.driver.memory": "2g",
