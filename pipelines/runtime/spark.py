@@ -30,7 +30,8 @@ from pipelines.runtime import jvm
 #: HotSpot's default calls or loops (``Tier4*``); until then it runs C1-compiled. A short run
 #: touches tens of thousands of methods and C2-compiles thousands of merely warm ones, taking
 #: CPU from the tasks (measured on 2 cores: 55 s of JIT time in a 43 s run); the per-row loops
-#: still reach C2 within a batch. bench/README.md, "JIT thresholds", has the measurements.
+#: still reach C2 within a batch. Measurements: bench/README.md, "What was tried for the goals
+#: still missed" ("Kept 2026-11-26: C2 only for really hot methods").
 SHORT_RUN_JIT = ("-XX:Tier4InvocationThreshold=40000 -XX:Tier4MinInvocationThreshold=20000 "
                  "-XX:Tier4CompileThreshold=60000 -XX:Tier4BackEdgeThreshold=400000")
 
