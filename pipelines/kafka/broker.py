@@ -9,7 +9,6 @@ from __future__ import annotations
 import json
 import os
 import signal
-import socket
 import subprocess
 import time
 from dataclasses import dataclass
@@ -17,7 +16,8 @@ from pathlib import Path
 
 from pipelines.errors import BrokerError
 from pipelines.kafka import broker_auth, broker_files
-from pipelines.runtime import jvm
+from pipelines.runtime import jvm, ports
+from pipelines.runtime.ports import port_open
 from pipelines.runtime.processes import pid_alive
 
 DEFAULT_PORT = 9092
@@ -25,22 +25,13 @@ DEFAULT_DATA_DIR = "./lake/_broker"
 JVM_OPTS = ("-Xms128m", "-Xmx512m", "-XX:+UseSerialGC", "-Djava.awt.headless=true")
 
 
-def port_open(port: int, host: str = "127.0.0.1") -> bool:
-    """Whether something accepts TCP connections on ``host:port``."""
-    with socket.socket() as sock:
-        sock.settimeout(0.5)
-        return sock.connect_ex((host, port)) == 0
-
-
 def free_port_pair() -> int:
-    """A free loopback port P whose neighbour P+1 is free too (listener + controller)."""
-    for _ in range(50):
-        with socket.socket() as sock:
-            sock.bind(("127.0.0.1", 0))
-            port = int(sock.getsockname()[1])
-        if port < 65000 and not port_open(port + 1):
-            return port
-    raise BrokerError("found no free pair of loopback ports")
+    """A free loopback port P whose neighbour P+1 is free too (listener + controller).
+
+    Both lie outside the kernel's ephemeral range, so no client connection takes either while
+    the broker starts or restarts (see :mod:`pipelines.runtime.ports`).
+    """
+    return ports.free_ports(2)
 
 
 @dataclass(frozen=True)

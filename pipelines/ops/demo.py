@@ -23,9 +23,10 @@ import yaml
 
 from pipelines.config.loader import load_config
 from pipelines.config.model import PipelineConfig
-from pipelines.kafka.broker import EmbeddedBroker, port_open
+from pipelines.kafka.broker import EmbeddedBroker
 from pipelines.ops.demo_avro import run_avro_step
 from pipelines.ops.demo_connect import run_connect_step
+from pipelines.runtime.ports import port_open
 
 COUNT, DUPLICATES, POISON, LEGACY = 50_000, 0.10, 0.01, 0.01
 

@@ -12,7 +12,6 @@ Used by ``deltasink connect-server``, the tests (one server per test session) an
 from __future__ import annotations
 
 import os
-import socket
 import subprocess
 import sys
 import time
@@ -20,7 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from pipelines.errors import EnvironmentSetupError
-from pipelines.runtime import jvm
+from pipelines.runtime import jvm, ports
 
 #: The server's main class, in pyspark's jars.
 SERVER_CLASS = "org.apache.spark.sql.connect.service.SparkConnectServer"
@@ -48,19 +47,6 @@ def submit_args(port: int, master: str = "local[2]",
     for key, value in settings.items():
         args += ["--conf", f"{key}={value}"]
     return args
-
-
-def free_port() -> int:
-    """A TCP port on 127.0.0.1 that nothing listens on now."""
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])
-
-
-def _answers(port: int) -> bool:
-    with socket.socket() as probe:
-        probe.settimeout(0.5)
-        return probe.connect_ex(("127.0.0.1", port)) == 0
 
 
 @dataclass
@@ -100,8 +86,8 @@ class ConnectServer:
         jvm.require_java()
         if not jvm.spark_artifacts_cached():
             jvm.fetch()
-        port = port or free_port()
-        if _answers(port):
+        port = port or ports.free_ports(1)
+        if ports.port_open(port):
             raise EnvironmentSetupError(f"port {port} on 127.0.0.1 is already in use; choose "
                                         "another with --port")
         environ = {**os.environ, "PYSPARK_PYTHON": sys.executable,
@@ -118,7 +104,7 @@ class ConnectServer:
         while time.monotonic() < deadline:
             if process.poll() is not None:
                 break
-            if _answers(port) and _STARTED in log.read_text(errors="replace"):
+            if ports.port_open(port) and _STARTED in log.read_text(errors="replace"):
                 return server
             time.sleep(0.5)
         server.stop()
