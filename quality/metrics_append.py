@@ -23,6 +23,7 @@ from itertools import groupby
 
 from pyspark.sql import SparkSession
 
+from pipelines import sql
 from pipelines.config.model import PipelineConfig
 from pipelines.sink.metrics import BatchMetrics
 from quality.metrics_log import stamp
@@ -56,7 +57,7 @@ def append_run_metrics(spark: SparkSession, config: PipelineConfig,
     ref = config.quality.metrics_ref
     for query_id, group in groupby(batches, key=lambda b: b.query_id):
         rows = [{**b.as_row(), "recorded_at": now} for b in group]
-        writer = (spark.createDataFrame(rows, METRICS_SCHEMA).coalesce(1).write.format("delta")
+        writer = (spark.sql(sql.values(rows, METRICS_SCHEMA)).coalesce(1).write.format("delta")
                   .mode("append")
                   .option("txnAppId", metrics_app_id(config.name, query_id))
                   .option("txnVersion", str(max(r["batch_id"] for r in rows)))

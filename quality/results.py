@@ -139,7 +139,7 @@ def insert_new(
         # Creation is inside the retry: pipelines sharing these tables may race to create them.
         prepare_table(spark, ref, schema, partition_by)
         if unique:
-            source = merging.createDataFrame(unique, schema)
+            source = merging.sql(sql.values(unique, schema))
             ref.merge(source, condition or "true", "WHEN NOT MATCHED THEN INSERT *")
 
     with_conflict_retry(create_and_merge, retries=_RETRIES, what=f"recording into "

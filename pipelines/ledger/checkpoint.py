@@ -15,7 +15,9 @@ import json
 from datetime import UTC, datetime
 
 from pyspark.sql import SparkSession
+from pyspark.sql.types import StringType, StructField, StructType
 
+from pipelines import sql
 from pipelines.errors import CheckpointError
 from pipelines.runtime.store import Store
 
@@ -106,6 +108,8 @@ def committed_offsets(spark: SparkSession, location: str) -> tuple[int, Offsets]
 
 #: Under a checkpoint root: each retirement's record, ``<root>/_deltasink/generations/<n>/``.
 GENERATIONS = "_deltasink/generations"
+#: The one text column of a retirement's record.
+NOTE_SCHEMA = StructType([StructField("value", StringType())])
 
 
 def generation_location(root: str, generation: int) -> str:
@@ -150,7 +154,7 @@ def retire(spark: SparkSession, root: str, reason: str = "") -> str:
     note = (f"{datetime.now(UTC).isoformat()} retired {generation_location(root, old)}"
             + (f": {reason}" if reason else ""))
     try:
-        (spark.createDataFrame([(note,)], "value string").coalesce(1).write
+        (spark.sql(sql.values([{"value": note}], NOTE_SCHEMA)).coalesce(1).write
          .mode("error").text(_join(root, GENERATIONS, str(new))))
     except Exception as exc:
         if "already exists" not in str(exc).lower() and "PATH_ALREADY_EXISTS" not in str(exc):

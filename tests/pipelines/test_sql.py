@@ -7,6 +7,16 @@ from decimal import Decimal
 
 import pytest
 from pyspark.sql import SparkSession
+from pyspark.sql.types import (
+    BooleanType,
+    DateType,
+    DoubleType,
+    LongType,
+    StringType,
+    StructField,
+    StructType,
+    TimestampType,
+)
 
 from pipelines import sql
 from pipelines.sink.merge import within_days
@@ -55,3 +65,36 @@ def test_the_window_and_sequence_predicates_mean_what_the_merge_needs(
     got = spark.sql(f"SELECT {within_days('event_date', 1)} AS near, "
                     f"{newer(('a', 'b'))} AS newer FROM pairs").collect()
     assert [(r["near"], r["newer"]) for r in got] == [(True, True), (False, False), (True, True)]
+
+
+VALUES_SCHEMA = StructType([
+    StructField("s", StringType(), False), StructField("n", LongType()),
+    StructField("x", DoubleType()), StructField("b", BooleanType()),
+    StructField("t", TimestampType()), StructField("d", DateType()),
+])
+
+
+def test_values_gives_the_rows_createdataframe_gives_without_a_python_rdd(
+        spark: SparkSession, capsys: pytest.CaptureFixture[str]) -> None:
+    rows = [
+        {"s": "it's \\ here", "n": 2**40, "x": 1.5, "b": True,
+         "t": datetime(2026, 11, 26, 9, 0, 0, 123456, tzinfo=UTC), "d": date(2026, 11, 26)},
+        {"s": "", "n": None, "x": float("nan"), "b": None, "t": None, "d": None,
+         "ignored": "a key that is not a column"},
+        {"s": "missing keys are null"},
+    ]
+    got = spark.sql(sql.values(rows, VALUES_SCHEMA))
+    assert [(f.name, f.dataType) for f in got.schema] == [
+        (f.name, f.dataType) for f in VALUES_SCHEMA]
+    expected = spark.createDataFrame(
+        [{k: r.get(k) for k in VALUES_SCHEMA.fieldNames()} for r in rows], VALUES_SCHEMA)
+    assert repr(got.collect()) == repr(expected.collect())  # NaN != NaN, its repr is equal
+    got.explain()
+    plan = capsys.readouterr().out
+    assert "LocalTableScan" in plan and "ExistingRDD" not in plan, plan
+
+
+def test_values_with_no_rows_has_the_columns_and_nothing_else(spark: SparkSession) -> None:
+    empty = spark.sql(sql.values([], VALUES_SCHEMA))
+    assert empty.schema.fieldNames() == VALUES_SCHEMA.fieldNames()
+    assert empty.collect() == []
