@@ -94,6 +94,9 @@ METRICS_SCHEMA = StructType([
 METRICS_KEY = ("pipeline", "query_id", "batch_id")
 METRICS_PARTITION = ("pipeline",)
 
+#: A key column narrows a bookkeeping MERGE when its rows hold at most this many values.
+_NARROW_VALUES = 32
+
 #: Retries of a bookkeeping write that loses a race with another writer.
 _RETRIES = 4
 
@@ -133,7 +136,7 @@ def insert_new(
     merging = _session_with(spark, metadata)
     unique = list({tuple(row[k] for k in key): row for row in rows}.values())
     condition = sql.all_of([sql.equal_on(key, null_safe=True),
-                            sql.isin("t", {c: [r[c] for r in unique] for c in partition_by})])
+                            sql.isin("t", narrowing(unique, key, partition_by))])
 
     def create_and_merge() -> None:
         # Creation is inside the retry: pipelines sharing these tables may race to create them.
@@ -144,6 +147,26 @@ def insert_new(
 
     with_conflict_retry(create_and_merge, retries=_RETRIES, what=f"recording into "
                         f"{ref.describe()}", backoff=0.2, aftermath=_AFTERMATH)
+
+
+def narrowing(rows: Sequence[dict[str, Any]], key: Sequence[str],
+              partition_by: Sequence[str]) -> dict[str, list[Any]]:
+    """The literal ``IN`` lists that restrict a keyed MERGE's target to where ``rows`` can match.
+
+    Every partition column, and every key column whose values in ``rows`` are few
+    (:data:`_NARROW_VALUES`) and never null: a target row that matches a row on the key has one
+    of these values in each such column, so the lists drop no match. They let Delta skip the
+    files of other runs by their min/max statistics; the verdicts table gets a file per run
+    until maintenance compacts it, and its MERGE read all of them (600 runs: 2.3-2.6 s warm,
+    against 0.8-0.9 s with the run's id as a literal).
+    """
+    columns = dict.fromkeys([*partition_by, *key])
+    narrow: dict[str, list[Any]] = {}
+    for name in columns:
+        found = {row[name] for row in rows}
+        if name in partition_by or (None not in found and len(found) <= _NARROW_VALUES):
+            narrow[name] = [row[name] for row in rows]
+    return narrow
 
 
 def _session_with(spark: SparkSession, metadata: str | None) -> SparkSession:

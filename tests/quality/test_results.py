@@ -201,3 +201,16 @@ def test_an_older_metrics_table_gains_the_lag_columns_before_rows_are_appended(
     assert (rows[1]["lag_records"], rows[1]["latency_p50_s"], rows[1]["latency_p99_s"]) == (
         7, 0.2, 0.9)
     assert newest_inserted(spark, config) == (None, datetime(2026, 11, 21, 8, 0, tzinfo=UTC))
+
+
+def test_a_bookkeeping_merge_is_narrowed_only_by_values_that_every_match_has() -> None:
+    rows = [{"run_id": "r1", "expectation": f"e{i}", "column": None if i == 0 else "c",
+             "batch": i} for i in range(40)]
+    narrow = results.narrowing(rows, ("run_id", "expectation", "column", "batch"), ())
+    # the run id: one value; a null among the columns, or more than 32 batches: not narrowed
+    assert set(narrow) == {"run_id"} and set(narrow["run_id"]) == {"r1"}
+    few = results.narrowing([{**r, "pipeline": "p"} for r in rows[1:5]],
+                            ("run_id", "expectation", "column"), ("pipeline",))
+    assert {k: sorted(set(v)) for k, v in few.items()} == {
+        "pipeline": ["p"], "run_id": ["r1"], "expectation": ["e1", "e2", "e3", "e4"],
+        "column": ["c"]}
