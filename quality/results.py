@@ -165,7 +165,7 @@ def narrowing(rows: Sequence[dict[str, Any]], key: Sequence[str],
     for name in columns:
         found = {row[name] for row in rows}
         if name in partition_by or (None not in found and len(found) <= _NARROW_VALUES):
-            narrow[name] = [row[name] for row in rows]
+            narrow[name] = list(found)
     return narrow
 
 
