@@ -111,6 +111,8 @@ def run_pipeline(spark: SparkSession, config: PipelineConfig, *, trigger: str = 
 
         def on_batch(metrics: BatchMetrics) -> None:
             batches.append(metrics)
+            if metrics.rerun:  # the batch's own retry line, carried by its commit
+                say(metrics.rerun)
             say(metrics.progress_line())
             if recorder is not None:
                 recorder.record(metrics)

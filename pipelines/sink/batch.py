@@ -96,11 +96,21 @@ class BatchSink:
 
         A batch whose materialized blocks died with an executor is re-run whole
         (:mod:`pipelines.sink.retry`): its commits are txn-guarded, so the re-run is exact.
+        The retry's line travels in the target commit's counts (``rerun``), so the client
+        prints it in both modes: under Spark Connect this body runs in a worker whose output
+        the user never sees.
         """
-        run_batch_with_retry(lambda _attempt: self._process(batch, batch_id), batch_id,
-                             say=self.say)
+        said: list[str] = []
 
-    def _process(self, batch: DataFrame, batch_id: int) -> None:
+        def say(line: str) -> None:
+            said.append(line)
+            self.say(line)
+
+        run_batch_with_retry(lambda _attempt: self._process(batch, batch_id,
+                                                            said[-1] if said else None),
+                             batch_id, say=say)
+
+    def _process(self, batch: DataFrame, batch_id: int, rerun: str | None = None) -> None:
         spark = batch.sparkSession
         start, started_at = time.monotonic(), datetime.now(UTC)
         stages: dict[str, float] = {}
@@ -136,7 +146,7 @@ class BatchSink:
                 duplicates_in_batch=records_in - quarantined - unique, unique=unique,
                 started_at=started_at, stage_seconds=stages,
                 event_dates=sorted(d for d in values.get("event_date", []) if d),
-                **fresh.as_counts(), **prepared.counts)
+                **({"rerun": rerun} if rerun else {}), **fresh.as_counts(), **prepared.counts)
             outcome = self._merge_target(spark, deduped, batch_id, app_id, values, planned,
                                          counts, spans=prepared.spans)
             stages["merge_commit"] = time.monotonic() - mark
@@ -166,7 +176,8 @@ class BatchSink:
             newest_kafka_timestamp=fresh.newest_kafka_timestamp,
             freshness_event_s=freshness.age_seconds(ended, fresh.newest_event_time),
             freshness_kafka_s=freshness.age_seconds(ended, fresh.newest_kafka_timestamp),
-            latency_p50_s=fresh.latency_p50_s, latency_p99_s=fresh.latency_p99_s))
+            latency_p50_s=fresh.latency_p50_s, latency_p99_s=fresh.latency_p99_s,
+            rerun=rerun))
 
     def _merge_quarantine(self, spark: SparkSession, prepared: DataFrame, batch_id: int,
                           app_id: str, lo: int, hi: int) -> MergeOutcome:

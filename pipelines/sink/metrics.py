@@ -39,6 +39,10 @@ class BatchMetrics:
     batch's latest versions were deletes (tombstones offered; each counts as inserted or
     updated when it wins, as a duplicate when an even newer version is in the target). A
     backfilled row (``from_commit``) counts updates as ``duplicates_by_merge``.
+
+    ``rerun`` is the retry's line when the batch was re-run after an executor died with its
+    blocks (``pipelines/sink/retry.py``); the commit carries it to the client's progress
+    output. It is not a column of the run metrics.
     """
 
     pipeline: str
@@ -66,10 +70,13 @@ class BatchMetrics:
     lag_records: int | None = None
     updated: int = 0
     deletes: int = 0
+    rerun: str | None = None
 
     def as_row(self) -> dict[str, Any]:
-        """A flat dict for a Delta row (event dates and stage timings become strings/JSON)."""
+        """A flat dict for a Delta row (event dates and stage timings become strings/JSON;
+        ``rerun`` is for the progress line only, not a column)."""
         row = asdict(self)
+        del row["rerun"]
         row["event_dates"] = ",".join(d.isoformat() for d in self.event_dates)
         row["stage_seconds"] = ",".join(f"{k}={v:.3f}" for k, v in self.stage_seconds.items())
         return row

@@ -49,6 +49,26 @@ def test_commit_counts_round_trip_into_the_batch_metrics_row() -> None:
     assert timed.stage_seconds == {"dedup": 0.25, "merge_commit": 1.25}
 
 
+def test_a_rerun_batch_says_so_through_its_commit_but_adds_no_metrics_column() -> None:
+    """The retry's line reaches the client from the commit (a Connect worker's output does
+    not), and the run metrics rows keep their columns."""
+    started = datetime(2026, 11, 20, 12, 0, tzinfo=UTC)
+    line = "batch 4: an executor was lost with the batch's blocks (x); re-running the batch"
+    counts = commit_counts(query_id="q-1", records_in=10, quarantined=0, duplicates_in_batch=0,
+                           unique=10, started_at=started, event_dates=[], stage_seconds={},
+                           rerun=line)
+    text = commit_metadata("p", app_id_for("p", "q-1"), 4, "r1", {"orders": {0: 7}}, counts)
+    body = parse_commit_metadata(text)
+    assert body is not None
+    metrics = BatchMetrics.from_commit("p", 4, "r1", body[BATCH_KEY], version=3, inserted=10,
+                                       committed_at=started.timestamp() + 1)
+    assert metrics.rerun == line
+    assert "rerun" not in metrics.as_row()
+    plain = BatchMetrics.from_commit("p", 4, "r1", {**body[BATCH_KEY], "rerun": None},
+                                     version=3, inserted=10,
+                                     committed_at=started.timestamp() + 1)
+    assert plain.rerun is None
+
 def test_app_id_changes_with_the_query_id() -> None:
     assert app_id_for("p", "q-1") != app_id_for("p", "q-2")
 
