@@ -124,8 +124,13 @@ def replay(spark: SparkSession, config: PipelineConfig, from_timestamp: str, *,
         sink = BatchSink(config, config.event_schema(), f"replay-{replay_id}",
                          lambda _s: replay_id,
                          lambda s, b: checkpoint.planned_offsets(s, location, b), replay=True)
-        feed = BatchFeed(spark, config, f"replay-{replay_id}", batches.append,
-                         query_id=replay_id)
+
+        def on_batch(metrics: BatchMetrics) -> None:
+            batches.append(metrics)
+            if metrics.rerun:  # a batch re-run after losing its blocks says so, as in a run
+                say(metrics.rerun)
+
+        feed = BatchFeed(spark, config, f"replay-{replay_id}", on_batch, query_id=replay_id)
         spec = json.dumps({t: {str(p): o for p, o in ps.items()} for t, ps in start.items()})
         query = (read_stream(spark, reading, spec).writeStream
                  .queryName(f"deltasink-replay-{config.name}-{replay_id}")
