@@ -70,7 +70,9 @@ class BatchSink:
             under Spark Connect that is the server's worker, so ``deltasink run`` reports each
             batch from its commit instead, ``pipelines/batches.py``).
         replay: a ``deltasink replay`` run: its own txn app id, commits marked as replays.
-        say: prints one progress line (a batch re-run after a lost executor).
+        say: receives a batch's retry line (a re-run after a lost executor) where the batch
+            runs, like ``on_batch``; ``deltasink run`` and ``replay`` print it from the
+            batch's commit (``BatchMetrics.rerun``).
         source: the Kafka cluster id and topic ids the offsets refer to, recorded with each
             target commit (``pipelines.ledger.resume.Resume.metadata``).
         fault_spec: the test-only fault spec of the process that started the query
