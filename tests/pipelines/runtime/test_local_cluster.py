@@ -63,9 +63,9 @@ def executor_pids(root: int) -> list[int]:
 def _kill_executors_when_ready(pause: Path, killed: list[int], stop: threading.Event) -> None:
     """Wait for the paused batch, SIGKILL every executor JVM, then let the batch go on.
 
-    Every one: killing one of the two lost nothing in two `make chaos` runs (the batch's blocks
-    were all on the other one, whichever was picked, the first found or the busiest). The
-    standalone master starts new executors; the batch's blocks are gone with the old ones.
+    Every one, so the batch surely loses blocks: with one killed, which blocks die depends on
+    where the tasks ran. The standalone master starts new executors; the batch's blocks are gone
+    with the old ones, and the next job over them fails until deltasink re-runs the batch.
     """
     while not stop.is_set():
         ready = sorted(pause.glob("ready-*"))
