@@ -5,17 +5,19 @@ validation (creating it takes about a second of Python). Its only durable output
 Docs site in a filesystem folder; the history of verdicts lives in the quality-results Delta
 table, not here, and the context's in-memory results are dropped before each validation.
 
-A validation is evaluated in two steps, so a pass costs as few Spark jobs as GX allows:
+A validation is evaluated in up to two steps, so a pass costs as few Spark jobs as it can:
 
-1. the **verdict**: the whole suite with ``BASIC`` results and no sample values
-   (``partial_unexpected_count: 0``), so GX computes each expectation's unexpected count and
-   the row count and nothing else (fetching zero sample rows runs no Spark job);
-2. only if an expectation failed, the **detail**: the whole suite again with ``SUMMARY``
-   results (unexpected values and the dedup keys of unexpected rows), as before this change.
+1. the **verdict**: GX judges a one-row summary of the rows (``quality/summary.py``): one Spark
+   aggregate counts every expectation's unexpected rows, and GX checks, in pandas, that each
+   count is 0. A suite that cannot be summarized gets its verdict from the whole suite over the
+   rows instead, with ``BASIC`` results and no sample values;
+2. the **rows**: the whole suite over the rows with ``SUMMARY`` results (unexpected values and
+   the dedup keys of unexpected rows), only when the verdict failed, or when Data Docs must be
+   redrawn (``quality/docs.py``: a first validation, or a verdict that changed), so that the
+   site shows the suite users know. Its outcomes are then the ones reported.
 
-Both steps judge the same DataFrame (one Delta version), which GX caches once per step. The
-verdict of step 2 is the one reported, so a failure is reported exactly as it always was.
-Data Docs are redrawn only when what they show changes (``quality/docs.py``).
+Both steps judge the same DataFrame (one Delta version). Data Docs are redrawn only when what
+they show changes.
 """
 
 from __future__ import annotations
@@ -26,15 +28,20 @@ from pathlib import Path
 from typing import Any
 
 import great_expectations as gx
+import pandas as pd
 from great_expectations.data_context.types.base import (
     DataContextConfig,
     InMemoryStoreBackendDefaults,
     ProgressBarsConfig,
 )
+from great_expectations.expectations.core.expect_column_values_to_be_between import (
+    ExpectColumnValuesToBeBetween,
+)
 from pyspark.sql import DataFrame
 
 from quality.docs import needs_rebuild, remember
 from quality.model import ExpectationOutcome
+from quality.summary import summarize, summary_outcomes, summary_plan
 
 #: The name of the Data Docs site in the GX context.
 SITE_NAME = "deltasink"
@@ -45,7 +52,7 @@ MAX_SAMPLE_KEYS = 20
 #: Step 1: each expectation's unexpected count and the row count, no sample values.
 VERDICT_FORMAT: dict[str, Any] = {"result_format": "BASIC", "partial_unexpected_count": 0}
 
-_contexts: dict[Path, tuple[Any, Any]] = {}  # docs folder -> (context, batch definition)
+_contexts: dict[Path, tuple[Any, Any, Any]] = {}  # docs folder -> context, rows, summary
 
 
 def _new_context(docs_dir: Path) -> Any:
@@ -66,8 +73,9 @@ def _new_context(docs_dir: Path) -> Any:
     return gx.get_context(mode="ephemeral", project_config=project)
 
 
-def _context(docs_dir: Path) -> tuple[Any, Any]:
-    """The process's GX context for ``docs_dir`` and its whole-DataFrame batch definition.
+def _context(docs_dir: Path) -> tuple[Any, Any, Any]:
+    """The process's GX context for ``docs_dir``, and its whole-DataFrame batch definitions:
+    Spark's for the rows, pandas' for their summary.
 
     Only the last folder's context is kept: ``gx.get_context`` makes the context it creates the
     process's current one, which the checkpoint's stores are looked up in.
@@ -76,13 +84,15 @@ def _context(docs_dir: Path) -> tuple[Any, Any]:
     if key not in _contexts:
         _contexts.clear()
         context = _new_context(docs_dir)
-        asset = context.data_sources.add_spark("target").add_dataframe_asset("rows")
-        _contexts[key] = (context, asset.add_batch_definition_whole_dataframe("snapshot"))
-    context, batch_definition = _contexts[key]
+        rows = context.data_sources.add_spark("target").add_dataframe_asset("rows")
+        summary = context.data_sources.add_pandas("summary").add_dataframe_asset("summary")
+        _contexts[key] = (context, rows.add_batch_definition_whole_dataframe("snapshot"),
+                          summary.add_batch_definition_whole_dataframe("summary"))
+    context, rows_definition, summary_definition = _contexts[key]
     store = context.validation_results_store  # the index lists only this validation, as before
     for old in store.list_keys():
         store.remove_key(old)
-    return context, batch_definition
+    return context, rows_definition, summary_definition
 
 
 def _keys(result: Mapping[str, Any], key: str, column: str | None) -> list[str]:
@@ -135,6 +145,43 @@ def _check(context: Any, batch_definition: Any, suite: gx.ExpectationSuite, df: 
     return list(validation_result.results), identifier
 
 
+def _judged(context: Any, summary_definition: Any, suite: gx.ExpectationSuite, df: DataFrame,
+            run_id: Any) -> list[ExpectationOutcome] | None:
+    """Step 1: GX's verdict on the rows' one-row summary, as the suite's outcomes; None when
+    the suite cannot be summarized (``quality/summary.py``). Its result is not drawn."""
+    plan = summary_plan(suite)
+    if plan is None:
+        return None
+    counts = summarize(df, plan)
+    checks = gx.ExpectationSuite(name=f"{suite.name}.summary", expectations=[
+        ExpectColumnValuesToBeBetween(column=check.label, min_value=0, max_value=0)
+        for check in plan])
+    checks = context.suites.add_or_update(checks)
+    results, shown = _check(context, summary_definition, checks, pd.DataFrame([counts]),
+                            VERDICT_FORMAT, run_id)
+    context.validation_results_store.remove_key(shown)
+    verdicts = {str(r.expectation_config.kwargs["column"]): bool(r.success) for r in results}
+    return summary_outcomes(plan, counts, verdicts)
+
+
+def _rows(context: Any, rows_definition: Any, suite: gx.ExpectationSuite, df: DataFrame,
+          run_id: Any, key: str, *, detail: bool) -> tuple[list[ExpectationOutcome], Any]:
+    """Step 2: the suite over the rows; the outcomes, and the validation result to draw.
+
+    With ``detail`` (a failed verdict) it fetches the unexpected values and sample keys at once;
+    otherwise it first runs with ``BASIC`` results, and again with them only if that fails.
+    """
+    if not detail:
+        results, shown = _check(context, rows_definition, suite, df, VERDICT_FORMAT, run_id)
+        if all(r.success for r in results):
+            return [_outcome(r, key) for r in results], shown
+        context.validation_results_store.remove_key(shown)  # drawn: the detail only
+    results, shown = _check(context, rows_definition, suite, df, {
+        "result_format": "SUMMARY", "unexpected_index_column_names": [key],
+        "partial_unexpected_count": MAX_SAMPLE_KEYS}, run_id)
+    return [_outcome(r, key) for r in results], shown
+
+
 def run_suite(
     df: DataFrame | None,
     suite: gx.ExpectationSuite,
@@ -146,7 +193,8 @@ def run_suite(
 ) -> tuple[list[ExpectationOutcome], str | None]:
     """Validate ``df`` against ``suite``, and redraw the Data Docs site in ``docs_dir`` if needed.
 
-    A pass runs the verdict step only; a failure adds the detail step (module docstring).
+    A pass runs the verdict step only, unless Data Docs must be redrawn; a failure adds the
+    rows step (module docstring).
 
     Args:
         df: the rows to validate; ``None`` validates nothing and only documents the suite.
@@ -161,25 +209,23 @@ def run_suite(
         index page (``None`` if GX built no site).
     """
     docs_dir.mkdir(parents=True, exist_ok=True)
-    context, batch_definition = _context(docs_dir)
+    context, rows_definition, summary_definition = _context(docs_dir)
     suite = context.suites.add_or_update(suite)
     outcomes: list[ExpectationOutcome] = []
     if df is not None:
         run_id = gx.RunIdentifier(run_name=run_name, run_time=run_time)
         try:
-            results, shown = _check(context, batch_definition, suite, df, VERDICT_FORMAT, run_id)
-            if not all(r.success for r in results):
-                context.validation_results_store.remove_key(shown)  # drawn: the detail only
-                results, shown = _check(context, batch_definition, suite, df, {
-                    "result_format": "SUMMARY", "unexpected_index_column_names": [key],
-                    "partial_unexpected_count": MAX_SAMPLE_KEYS}, run_id)
+            outcomes = _judged(context, summary_definition, suite, df, run_id) or []
+            passed = bool(outcomes) and all(o.success for o in outcomes)
+            if not passed or needs_rebuild(docs_dir, suite.name, True):
+                outcomes, shown = _rows(context, rows_definition, suite, df, run_id, key,
+                                        detail=bool(outcomes))
+                success = all(o.success for o in outcomes)
+                if needs_rebuild(docs_dir, suite.name, success):
+                    context.build_data_docs(site_names=[SITE_NAME], resource_identifiers=[shown])
+                    remember(docs_dir, suite.name, success)
         finally:
             df.unpersist()
-        outcomes = [_outcome(r, key) for r in results]
-        success = all(o.success for o in outcomes)
-        if needs_rebuild(docs_dir, suite.name, success):
-            context.build_data_docs(site_names=[SITE_NAME], resource_identifiers=[shown])
-            remember(docs_dir, suite.name, success)
     elif not (docs_dir / "index.html").is_file():
         context.build_data_docs(site_names=[SITE_NAME])
     urls = context.get_docs_sites_urls(site_name=SITE_NAME)
