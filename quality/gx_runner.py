@@ -41,7 +41,7 @@ from pyspark.sql import DataFrame
 
 from quality.docs import needs_rebuild, remember
 from quality.model import ExpectationOutcome
-from quality.summary import summarize, summary_outcomes, summary_plan
+from quality.summary import comparable, summarize, summary_outcomes, summary_plan
 
 #: The name of the Data Docs site in the GX context.
 SITE_NAME = "deltasink"
@@ -148,11 +148,16 @@ def _check(context: Any, batch_definition: Any, suite: gx.ExpectationSuite, df: 
 def _judged(context: Any, summary_definition: Any, suite: gx.ExpectationSuite, df: DataFrame,
             run_id: Any) -> list[ExpectationOutcome] | None:
     """Step 1: GX's verdict on the rows' one-row summary, as the suite's outcomes; None when
-    the suite cannot be summarized (``quality/summary.py``). Its result is not drawn."""
+    the suite cannot be summarized (``quality/summary.py``): an expectation it cannot count, a
+    bound of another type than its column, or an aggregate that fails. The rows step then
+    judges, and reports GX's own error if there is one. Its result is not drawn."""
     plan = summary_plan(suite)
-    if plan is None:
+    if plan is None or not comparable(df, plan):
         return None
-    counts = summarize(df, plan)
+    try:
+        counts = summarize(df, plan)
+    except Exception:  # the rows step judges, and reports GX's own error
+        return None
     checks = gx.ExpectationSuite(name=f"{suite.name}.summary", expectations=[
         ExpectColumnValuesToBeBetween(column=check.label, min_value=0, max_value=0)
         for check in plan])

@@ -28,11 +28,12 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from datetime import UTC, datetime
+from datetime import UTC, date, datetime
 from typing import Any
 
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
+from pyspark.sql.types import DateType, NumericType, TimestampNTZType, TimestampType
 
 from quality.model import ExpectationOutcome
 
@@ -125,11 +126,29 @@ def _implied(check: Check, plan: Sequence[Check]) -> str | None:
     return next((c for c in check.columns if c in unique and c in not_null), None)
 
 
+def comparable(rows: DataFrame, plan: Sequence[Check]) -> bool:
+    """Whether every bound of the plan compares with its column's type (a time with a time or
+    date column, a number with a numeric one); GX's own check reports any other pair."""
+    types = {f.name: f.dataType for f in rows.schema.fields}
+    for check in plan:
+        kind = types.get(check.columns[0])
+        if check.kind != BETWEEN or kind is None:
+            continue
+        for bound in (check.kwargs.get("min_value"), check.kwargs.get("max_value")):
+            if isinstance(bound, datetime | date) and \
+                    not isinstance(kind, TimestampType | TimestampNTZType | DateType):
+                return False
+            if isinstance(bound, int | float) and not isinstance(kind, NumericType):
+                return False
+    return True
+
+
 def summarize(rows: DataFrame, plan: Sequence[Check]) -> dict[str, int]:
     """Every check's unexpected count over ``rows``, and the row count: one Spark job.
 
     A check of a missing column counts 1 (its column-exists check fails too), and is not
-    aggregated, so the summary never fails to run on a table that lacks a column.
+    aggregated, so the summary never fails to run on a table that lacks a column. Call it only
+    when the plan is :func:`comparable` with the rows.
     """
     present = set(rows.columns)
     counts: dict[str, int] = {}

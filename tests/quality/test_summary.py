@@ -16,6 +16,7 @@ from great_expectations.expectations.core.expect_column_values_to_match_regex im
     ExpectColumnValuesToMatchRegex,
 )
 from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import functions as F
 from pyspark.sql.types import StructField, StructType
 
 from pipelines.config.model import PipelineConfig
@@ -128,3 +129,18 @@ def test_a_suite_with_an_expectation_it_cannot_count_is_not_summarized() -> None
     assert summary_plan(strict) is None
     plan = summary_plan(bounded)
     assert plan is not None and plan[0].kwargs == {"min_value": 1, "max_value": 3}
+
+
+def test_a_summary_that_cannot_be_computed_leaves_the_verdict_to_the_rows(
+    spark: SparkSession, config: PipelineConfig, tmp_path: Path
+) -> None:
+    run_suite(_rows(spark, "none"), target_suite(config), key="event_id", docs_dir=tmp_path,
+              run_name="r-1", run_time=datetime.now(UTC))  # Data Docs show a pass
+    # An event time that is no time: the summary's bound cannot be compared with it.
+    rows = _rows(spark, "none").withColumn("event_time", F.struct(F.lit(1).alias("x")))
+
+    outcomes, _ = run_suite(rows, target_suite(config), key="event_id", docs_dir=tmp_path,
+                            run_name="r-2", run_time=datetime.now(UTC))
+
+    between = next(o for o in outcomes if o.expectation == "expect_column_values_to_be_between")
+    assert not between.success  # judged by GX over the rows
