@@ -224,7 +224,7 @@ def run_suite(
             passed = bool(outcomes) and all(o.success for o in outcomes)
             if not passed or needs_rebuild(docs_dir, suite.name, True):
                 outcomes, shown = _rows(context, rows_definition, suite, df, run_id, key,
-                                        detail=bool(outcomes))
+                                        detail=bool(outcomes) and not passed)
                 success = all(o.success for o in outcomes)
                 if needs_rebuild(docs_dir, suite.name, success):
                     context.build_data_docs(site_names=[SITE_NAME], resource_identifiers=[shown])
