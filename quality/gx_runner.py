@@ -11,10 +11,11 @@ A validation is evaluated in up to two steps, so a pass costs as few Spark jobs 
    aggregate counts every expectation's unexpected rows, and GX checks, in pandas, that each
    count is 0. A suite that cannot be summarized gets its verdict from the whole suite over the
    rows instead, with ``BASIC`` results and no sample values;
-2. the **rows**: the whole suite over the rows with ``SUMMARY`` results (unexpected values and
-   the dedup keys of unexpected rows), only when the verdict failed, or when Data Docs must be
-   redrawn (``quality/docs.py``: a first validation, or a verdict that changed), so that the
-   site shows the suite users know. Its outcomes are then the ones reported.
+2. the **rows**: the whole suite over the rows, only when the verdict failed (with ``SUMMARY``
+   results: unexpected values and the dedup keys of unexpected rows), or when Data Docs must
+   be redrawn (``quality/docs.py``: a first validation, or a verdict that changed; ``BASIC``
+   results first, ``SUMMARY`` only if they fail), so that the site shows the suite users know.
+   Its outcomes are then the ones reported.
 
 Both steps judge the same DataFrame (one Delta version). Data Docs are redrawn only when what
 they show changes.
@@ -49,7 +50,7 @@ SITE_NAME = "deltasink"
 MAX_SAMPLE_KEYS = 20
 
 
-#: Step 1: each expectation's unexpected count and the row count, no sample values.
+#: A verdict only: each expectation's unexpected count and the row count, no sample values.
 VERDICT_FORMAT: dict[str, Any] = {"result_format": "BASIC", "partial_unexpected_count": 0}
 
 _contexts: dict[Path, tuple[Any, Any, Any]] = {}  # docs folder -> context, rows, summary

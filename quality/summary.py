@@ -144,7 +144,7 @@ def comparable(rows: DataFrame, plan: Sequence[Check]) -> bool:
 
 
 def summarize(rows: DataFrame, plan: Sequence[Check]) -> dict[str, int]:
-    """Every check's unexpected count over ``rows``, and the row count: one Spark job.
+    """Every check's unexpected count over ``rows``, and the row count: one aggregate.
 
     A check of a missing column counts 1 (its column-exists check fails too), and is not
     aggregated, so the summary never fails to run on a table that lacks a column. Call it only
@@ -152,20 +152,21 @@ def summarize(rows: DataFrame, plan: Sequence[Check]) -> dict[str, int]:
     """
     present = set(rows.columns)
     counts: dict[str, int] = {}
+    implied: dict[str, str] = {}  # a compound key's label -> its unique, not-null column
     aggregates = [F.count(F.lit(1)).alias(ROWS)]
     for check in plan:
         missing = any(c not in present for c in check.columns)
+        column = _implied(check, plan) if check.kind == COMPOUND_UNIQUE else None
         if check.kind == EXIST or missing:
             counts[check.label] = int(missing)
-        elif check.kind != COMPOUND_UNIQUE or _implied(check, plan) is None:
+        elif column is not None:
+            implied[check.label] = column
+        else:
             aggregates.append(_unexpected(check).alias(check.label))
     row = rows.agg(*aggregates).collect()[0].asDict()
     counts.update({k: int(v or 0) for k, v in row.items()})
-    for check in plan:  # a compound key read from its unique, not-null column
-        if check.label not in counts:
-            column = _implied(check, plan)
-            counts[check.label] = max(counts[f"{UNIQUE}({column})"],
-                                      counts[f"{NOT_NULL}({column})"])
+    for label, column in implied.items():
+        counts[label] = max(counts[f"{UNIQUE}({column})"], counts[f"{NOT_NULL}({column})"])
     return counts
 
 
