@@ -31,6 +31,15 @@ class BrokerAuthError(BrokerError):
     """Kafka refused the client: wrong credentials, or a TLS handshake that failed."""
 
 
+class OwnClientUnavailable(DeltasinkError):
+    """deltasink's own Kafka client (librdkafka) cannot log in the way the stream does.
+
+    Not a failure of the run: Spark's Kafka source still reads with the options as given, and
+    the checks that need the own client take their figures from the stream instead
+    (:mod:`pipelines.kafka.reach`). The message names the login and why.
+    """
+
+
 class SourceError(DeltasinkError):
     """The Kafka source cannot be read as configured (missing topic, lost offsets)."""
 

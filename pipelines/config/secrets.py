@@ -16,8 +16,9 @@ from collections.abc import Iterable, Mapping
 from pipelines.config import env
 from pipelines.config.avro import SECRET_KEYS as AVRO_SECRET_KEYS
 
-#: A JAAS config's ``username="..."`` / ``password="..."`` pairs (values may escape quotes).
-JAAS_CREDENTIAL = re.compile(r'\b(username|password)\s*=\s*"((?:[^"\\]|\\.)*)"')
+#: A JAAS config's credentials: ``username``, ``password``, OIDC's ``clientSecret`` (values
+#: may escape quotes).
+JAAS_CREDENTIAL = re.compile(r'\b(username|password|clientSecret)\s*=\s*"((?:[^"\\]|\\.)*)"')
 
 #: Kafka options whose values name a mechanism, a protocol or a file, never a credential: they
 #: stay readable in errors ("invalid credentials with SASL mechanism SCRAM-SHA-512"). Every other

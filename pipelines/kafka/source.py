@@ -7,6 +7,7 @@ import json
 from pyspark.sql import DataFrame, SparkSession
 
 from pipelines.config.model import PipelineConfig, SourceConfig
+from pipelines.kafka.client_conf import SOURCE_OPTIONS
 
 #: Fail a stuck metadata or fetch call in bounded time, so the run can retry the query.
 _DEFAULT_KAFKA_OPTIONS = {"default.api.timeout.ms": "30000", "request.timeout.ms": "20000"}
@@ -29,7 +30,9 @@ def starting_offsets(recorded: dict[str, dict[int, int]] | None,
 
     Args:
         recorded: the next offsets recorded in the target table, or None for a new table.
-        partitions: every subscribed topic's partitions now.
+        partitions: every subscribed topic's partitions now; empty when they could not be
+            asked (no own client): the recorded ones then, and Spark's source names any
+            partition that appeared since.
         default: ``earliest`` or ``latest``, used only when nothing is recorded.
 
     Returns:
@@ -38,6 +41,7 @@ def starting_offsets(recorded: dict[str, dict[int, int]] | None,
     """
     if not recorded:
         return default
+    partitions = partitions or {t: sorted(ps) for t, ps in recorded.items()}
     spec = {t: {str(p): recorded.get(t, {}).get(p, -2) for p in ps}
             for t, ps in sorted(partitions.items()) if ps}
     return json.dumps(spec)
@@ -67,5 +71,5 @@ def read_stream(spark: SparkSession, config: PipelineConfig, start: str) -> Data
     if config.event_schema().headers:  # only then: it costs a column per record
         reader = reader.option("includeHeaders", "true")
     for key, value in client_options(src).items():
-        reader = reader.option(f"kafka.{key}", value)
+        reader = reader.option(key if key in SOURCE_OPTIONS else f"kafka.{key}", value)
     return reader.load()

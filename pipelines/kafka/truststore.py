@@ -26,8 +26,11 @@ def _read_utf(data: bytes, at: int) -> tuple[str, int]:
     return data[at + 2:at + 2 + length].decode("utf-8", errors="replace"), at + 2 + length
 
 
-def jks_certificates(data: bytes, password: str | None) -> list[bytes]:
-    """The DER certificates of a JKS store's entries (trusted ones and key chains).
+def jks_entries(data: bytes, password: str | None, option: str = "ssl.truststore.password"
+                ) -> list[tuple[bytes | None, list[bytes]]]:
+    """A JKS store's entries: each private key's protected blob (None for a trusted
+    certificate) with its DER certificates (the key's chain, or the one trusted certificate).
+    ``option`` names the password in the error.
 
     Raises:
         ValueError: not a JKS store, a damaged one, or a wrong password.
@@ -38,14 +41,16 @@ def jks_certificates(data: bytes, password: str | None) -> list[bytes]:
     if password is not None:
         digest = hashlib.sha1(password.encode("utf-16-be") + _WHITENER + data[:-20]).digest()
         if digest != data[-20:]:
-            raise ValueError("its password (ssl.truststore.password) does not open it")
+            raise ValueError(f"its password ({option}) does not open it")
     at, out = 12, []
     for _ in range(count):
         (tag,) = struct.unpack_from(">I", data, at)
         _alias, at = _read_utf(data, at + 4)
         at += 8  # the entry's date
-        if tag == 1:  # a private key: skip the key, keep its certificate chain
+        key: bytes | None = None
+        if tag == 1:  # a private key (protected), then its certificate chain
             (size,) = struct.unpack_from(">I", data, at)
+            key = data[at + 4:at + 4 + size]
             at += 4 + size
             (chain,) = struct.unpack_from(">I", data, at)
             at += 4
@@ -53,13 +58,24 @@ def jks_certificates(data: bytes, password: str | None) -> list[bytes]:
             chain = 1
         else:
             raise ValueError(f"unknown JKS entry kind {tag}")
+        certs = []
         for _ in range(chain):
             if version == 2:
                 _kind, at = _read_utf(data, at)
             (size,) = struct.unpack_from(">I", data, at)
-            out.append(data[at + 4:at + 4 + size])
+            certs.append(data[at + 4:at + 4 + size])
             at += 4 + size
+        out.append((key, certs))
     return out
+
+
+def jks_certificates(data: bytes, password: str | None) -> list[bytes]:
+    """The DER certificates of a JKS store's entries (trusted ones and key chains).
+
+    Raises:
+        ValueError: not a JKS store, a damaged one, or a wrong password.
+    """
+    return [cert for _key, certs in jks_entries(data, password) for cert in certs]
 
 
 def pkcs12_certificates(data: bytes, password: str | None) -> list[bytes]:
@@ -75,12 +91,13 @@ def pkcs12_certificates(data: bytes, password: str | None) -> list[bytes]:
     return [c.certificate.public_bytes(Encoding.DER) for c in certs]
 
 
-def _pem(der: bytes) -> str:
+def pem(der: bytes, label: str = "CERTIFICATE") -> str:
+    """``der`` as one PEM block (``label``: CERTIFICATE, PRIVATE KEY)."""
     import base64
 
-    body = base64.encodebytes(der).decode().replace("\n", "")
+    body = base64.b64encode(der).decode()
     lines = [body[i:i + 64] for i in range(0, len(body), 64)]
-    return "-----BEGIN CERTIFICATE-----\n" + "\n".join(lines) + "\n-----END CERTIFICATE-----\n"
+    return f"-----BEGIN {label}-----\n" + "\n".join(lines) + f"\n-----END {label}-----\n"
 
 
 def as_pem_file(location: str, kind: str, password: str | None, cache: Path) -> str:
@@ -112,7 +129,7 @@ def as_pem_file(location: str, kind: str, password: str | None, cache: Path) -> 
     if not ders:
         raise ConfigError(f"source.options.ssl.truststore.location: {location} holds no "
                           "certificate")
-    text = "".join(_pem(d) for d in ders)
+    text = "".join(pem(d) for d in ders)
     target = cache / f"truststore-{hashlib.sha256(text.encode()).hexdigest()[:16]}.pem"
     if not target.exists():
         cache.mkdir(parents=True, exist_ok=True)
