@@ -46,19 +46,69 @@ def read_config_file(file: Path) -> dict[str, Any]:
     Raises:
         ConfigError: the file is missing, unreadable, not YAML or not a mapping.
     """
+    if file.is_dir():
+        raise ConfigError(f"{file} is a folder, not a config file (pass --config PATH to a "
+                          "YAML file)")
     if not file.is_file():
         raise ConfigError(f"config file not found: {file} (pass --config PATH to a YAML file)")
     try:
-        raw = yaml.safe_load(file.read_text(encoding="utf-8"))
+        raw = yaml.load(file.read_text(encoding="utf-8"), Loader=_StrictLoader)  # a SafeLoader
     except yaml.YAMLError as exc:
-        raise ConfigError(f"{file}: not valid YAML: {exc}") from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise ConfigError(f"{file}: cannot read the config file: {exc}") from None
+        raise ConfigError(f"{file}: not valid YAML{_yaml_problem(exc)}") from None
+    except UnicodeDecodeError as exc:
+        raise ConfigError(f"{file}: not UTF-8 text (byte {exc.start}); save the config file "
+                          "as UTF-8") from None
+    except OSError as exc:
+        raise ConfigError(f"{file}: cannot read the config file: "
+                          f"{exc.strerror or exc}") from None
+    if raw is None:
+        raise ConfigError(f"{file}: the config file is empty (or only comments); "
+                          "`deltasink init` writes a starter config")
     if not isinstance(raw, dict):
-        raise ConfigError(f"{file}: expected a mapping of keys at the top level")
+        raise ConfigError(f"{file}: expected a mapping of keys at the top level, found a "
+                          f"{_yaml_kind(raw)}")
     # An optional section whose keys are all commented out reads as null: it means "defaults".
     raw = {k: v for k, v in raw.items() if not (v is None and k in _OPTIONAL_SECTIONS)}
     return raw
+
+
+class _StrictLoader(yaml.SafeLoader):
+    """YAML's safe loader, but a key given twice in one mapping is an error.
+
+    Plain YAML keeps the last value silently: ``name:`` twice, or two ``target:`` sections
+    after a merge of two files, would run a pipeline nobody wrote.
+    """
+
+    def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict[Any, Any]:
+        seen: set[Any] = set()
+        for key_node, _ in node.value:
+            key = self.construct_object(key_node, deep=deep)  # type: ignore[no-untyped-call]
+            try:
+                duplicate = key in seen
+            except TypeError:  # an unhashable key: SafeLoader reports it below
+                break
+            if duplicate:
+                raise yaml.constructor.ConstructorError(
+                    None, None, f"duplicate key {key!r}", key_node.start_mark)
+            seen.add(key)
+        return super().construct_mapping(node, deep=deep)
+
+
+def _yaml_problem(exc: yaml.YAMLError) -> str:
+    """One line for a YAML error: where (line, column) and what, without the quoted source."""
+    mark = getattr(exc, "problem_mark", None)
+    problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
+    where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark is not None else ""
+    context = getattr(exc, "context", None)
+    opened = getattr(exc, "context_mark", None)
+    if context and opened is not None and (mark is None or opened.line != mark.line):
+        context += f" from line {opened.line + 1}"
+    return f"{where}: {problem}" + (f" ({context})" if context else "")
+
+
+def _yaml_kind(value: object) -> str:
+    return {list: "list", str: "string", int: "number", float: "number",
+            bool: "boolean"}.get(type(value), type(value).__name__)
 
 
 def parse_config(raw: Mapping[str, Any], source: str = "<config>",
