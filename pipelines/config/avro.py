@@ -21,13 +21,18 @@ SECRET_KEYS = ("registry_user", "registry_password")
 class AvroConfig(BaseModel):
     """Where the writer schemas of ``source.format: avro`` come from: a registry or a file."""
 
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    model_config = ConfigDict(frozen=True, extra="forbid", use_attribute_docstrings=True)
 
     registry_url: str | None = None
     """The schema registry's base URL (``https://psrc-xxxx.region.aws.confluent.cloud``)."""
     registry_user: SecretStr | None = None
+    """The registry's basic-auth user (Confluent Cloud: an API key); a secret, masked in
+    output. Set it with ``DELTASINK_SOURCE__AVRO__REGISTRY_USER``."""
     registry_password: SecretStr | None = None
+    """The registry's basic-auth password; a secret. Set it with
+    ``DELTASINK_SOURCE__AVRO__REGISTRY_PASSWORD``."""
     registry_timeout: float = Field(30.0, gt=0)
+    """Timeout of each registry request (a duration)."""
     subjects: tuple[str, ...] = ()
     """The registry subjects whose versions a record may be written with. Default: each
     topic's ``<topic>-value`` (the TopicNameStrategy), or, with ``topic_pattern``, every
@@ -39,6 +44,8 @@ class AvroConfig(BaseModel):
 
     @model_validator(mode="after")
     def _one_origin(self) -> AvroConfig:
+        """Exactly one of ``registry_url`` (an ``http://`` or ``https://`` URL) and
+        ``schema_file``; ``registry_user`` and ``registry_password`` together or not at all."""
         if bool(self.registry_url) == bool(self.schema_file):
             raise ValueError("set exactly one of source.avro.registry_url or "
                              "source.avro.schema_file")

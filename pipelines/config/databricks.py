@@ -53,7 +53,7 @@ _SECRET_KEY = re.compile(r"^[A-Za-z0-9_.-]{1,128}$")
 class DatabricksConfig(BaseModel):
     """Per-pipeline job settings for the bundle; None: the bundle variable's value."""
 
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    model_config = ConfigDict(frozen=True, extra="forbid", use_attribute_docstrings=True)
 
     compute: Compute = "job_cluster"
     """``job_cluster`` (classic, dedicated access mode) or ``serverless`` (the scheduled jobs;
@@ -75,6 +75,7 @@ class DatabricksConfig(BaseModel):
     @field_validator("ingest_cron", "maintenance_cron")
     @classmethod
     def _quartz(cls, value: str | None) -> str | None:
+        """``ingest_cron`` and ``maintenance_cron`` are Quartz cron expressions (6 or 7 fields)."""
         if value is not None and not _QUARTZ.match(value.strip()):
             raise ValueError("not a Quartz cron expression (6 or 7 fields, e.g. '0 0/15 * * * ?')")
         return value
@@ -82,6 +83,8 @@ class DatabricksConfig(BaseModel):
     @field_validator("secrets")
     @classmethod
     def _override_names(cls, value: Mapping[str, str]) -> Mapping[str, str]:
+        """``secrets`` maps config override names (``DELTASINK_<SECTION>__<KEY>``) to secret keys
+        of 1-128 letters, digits, ``-``, ``_`` or ``.``."""
         for var, key in value.items():
             if env.override_path(var) is None:
                 raise ValueError(f"'{var}' is not a config override name "

@@ -26,7 +26,7 @@ from pipelines.tables import TableRef
 from schemas import EventSchema, resolve_schema
 from schemas.loader import is_schema_file
 
-_FROZEN = ConfigDict(frozen=True, extra="forbid")
+_FROZEN = ConfigDict(frozen=True, extra="forbid", use_attribute_docstrings=True)
 #: The partition column the dedup window widens.
 DATE_COLUMN = "event_date"
 #: target.dedup_window's default and bound, in days (see TargetConfig.dedup_window).
@@ -42,16 +42,37 @@ class SourceConfig(BaseModel):
     model_config = _FROZEN
 
     bootstrap_servers: str = "127.0.0.1:9092"
+    """Kafka bootstrap servers, ``host:port[,host:port]`` (the default suits the embedded
+    broker of ``deltasink broker start``)."""
     topics: tuple[str, ...] = ()
+    """The topics to read. Set exactly one of ``topics`` and ``topic_pattern``."""
     topic_pattern: str | None = None
+    """A regular expression of topic names to read (Spark's ``subscribePattern``), instead of
+    ``topics``."""
     starting_offsets: Literal["earliest", "latest"] = "earliest"
+    """Where a brand-new pipeline starts reading: ``earliest`` or ``latest``. Used only when
+    neither a checkpoint nor offsets recorded in the target exist."""
     max_records_per_batch: int = Field(500_000, gt=0)  # measured: bench/README.md
+    """At most this many records per micro-batch (Spark's ``maxOffsetsPerTrigger``); lower it
+    for wide records, to bound the driver's memory."""
     isolation_level: Literal["read_committed", "read_uncommitted"] = "read_committed"
+    """Kafka's isolation level; ``read_committed`` skips records of aborted transactions."""
     fail_on_data_loss: bool = True
+    """Offsets that Kafka retention deleted before the pipeline read them: ``true`` refuses to
+    start (naming the partitions and offsets), ``false`` reports how many and skips them."""
     max_record_bytes: int = Field(1_048_576, gt=0)
+    """Record values longer than this are quarantined as ``oversized``."""
     broker_timeout: float = 120.0
+    """How long a run waits for an unreachable broker before it stops with a ``BrokerError``
+    (a duration: ``2m``, ``30s``)."""
     options: Mapping[str, SecretStr] = Field(default_factory=dict)
+    """Extra Kafka client settings (``security.protocol``, ``sasl.*``, ``ssl.*``), passed to
+    Spark's source as ``kafka.<option>``. Values are masked in output, except those of
+    ``PUBLIC_OPTIONS`` (pipelines/config/secrets.py); set secret ones with
+    ``DELTASINK_SOURCE__OPTIONS__<OPTION>``."""
     format: Literal["json", "avro"] = "json"
+    """How record values are encoded: ``json``, or ``avro`` (the Confluent wire format; needs
+    ``source.avro``)."""
     avro: AvroConfig | None = None
     """``format: avro``: where writer schemas come from (pipelines/config/avro.py)."""
 
@@ -59,6 +80,8 @@ class SourceConfig(BaseModel):
 
     @model_validator(mode="after")
     def _one_subscription(self) -> SourceConfig:
+        """Exactly one of ``topics`` and ``topic_pattern``; ``format: avro`` exactly when a
+        ``source.avro`` section is set."""
         if bool(self.topics) == bool(self.topic_pattern):
             raise ValueError("set exactly one of source.topics or source.topic_pattern")
         if (self.format == "avro") != (self.avro is not None):
@@ -81,12 +104,23 @@ class TargetConfig(BaseModel):
     model_config = _FROZEN
 
     path: str | None = None
+    """The target Delta table's folder or URI. Set exactly one of ``path`` and ``table``."""
     table: str | None = None
+    """The target as a catalog table name (``catalog.schema.table``)."""
     quarantine_path: str | None = None
+    """The quarantine table's folder or URI. Default: the target's location +
+    ``_quarantine``."""
     quarantine_table: str | None = None
+    """The quarantine as a catalog table name; at most one of ``quarantine_path`` and
+    ``quarantine_table``."""
     dedup_key: str | tuple[str, ...] = "event_id"
+    """The column, or list of columns, that identifies an event: one row per key. Default: the
+    schema's ``key``. It must be a required, non-blank field of the schema."""
     partition_by: tuple[str, ...] = ("event_date",)
+    """The target's partition columns; ``event_date`` is the UTC date of the event time."""
     commit_retries: int = Field(10, ge=0)
+    """How many times a commit that conflicts with a concurrent writer is retried (the whole
+    MERGE, with backoff)."""
     dedup_window: int | timedelta = DEFAULT_DEDUP_WINDOW_DAYS
     """How far apart two rows with one key may be and still count as copies (the later is dropped).
 
@@ -106,12 +140,20 @@ class TargetConfig(BaseModel):
     mode: Mode = "insert_only"
     """``upsert``: keep each key's highest ``sequence_by`` version (pipelines/sink/upsert.py)."""
     sequence_by: str = KAFKA_SEQUENCE
+    """``mode: upsert`` only: what orders a key's versions, a required schema column or
+    ``kafka`` (the Kafka coordinates)."""
     delete_when: str | None = None
+    """``mode: upsert`` only: a Spark SQL boolean over the parsed columns; a version for which
+    it is true is stored as a tombstone (``_deleted = true``)."""
 
     _window = field_validator("dedup_window", mode="before")(parse_window)
 
     @model_validator(mode="after")
     def _one_location(self) -> TargetConfig:
+        """Exactly one of ``path`` and ``table``, at most one of ``quarantine_path`` and
+        ``quarantine_table``; ``dedup_window`` at most 366 days, and a whole-day window needs
+        ``event_date`` in ``partition_by``; ``sequence_by`` and ``delete_when`` only with
+        ``mode: upsert``, which needs ``dedup_window: 0d``."""
         if bool(self.path) == bool(self.table):
             raise ValueError("set exactly one of target.path or target.table")
         if self.quarantine_path and self.quarantine_table:
@@ -168,13 +210,21 @@ class QualityConfig(BaseModel):
     model_config = _FROZEN
 
     enabled: bool = True
+    """``false``: no validation after a run or on a cadence, and no run-metrics rows."""
     docs_dir: str = "./lake/_quality/docs"
+    """The folder of Great Expectations' Data Docs; the dashboard is written next to it."""
     results_path: str | None = "./lake/_quality/results"
+    """The quality-results table's folder (one row per expectation per validation)."""
     results_table: str | None = None
+    """The quality-results table as a catalog name; replaces ``results_path``."""
     metrics_path: str | None = "./lake/_quality/run_metrics"
+    """The run-metrics table's folder (one row per micro-batch)."""
     metrics_table: str | None = None
+    """The run-metrics table as a catalog name; replaces ``metrics_path``."""
     max_quarantine_ratio: float = Field(0.01, ge=0, le=1)
+    """Fail validation when more than this share of a run's records was quarantined."""
     max_future_skew: float = 3600.0
+    """Fail validation when an event time is later than now + this (a duration)."""
     max_lag_records: int | None = Field(None, ge=0)
     """Fail validation when Kafka holds more records than this past the target's newest
     commit (all partitions together). None (the default): not checked."""
@@ -196,6 +246,8 @@ class QualityConfig(BaseModel):
 
     @model_validator(mode="after")
     def _locations(self) -> QualityConfig:
+        """``results_path`` or ``results_table``, and ``metrics_path`` or ``metrics_table``, are
+        set (the paths have defaults)."""
         for table in ("results", "metrics"):
             if not (getattr(self, f"{table}_path") or getattr(self, f"{table}_table")):
                 raise ValueError(f"set quality.{table}_path or quality.{table}_table")
@@ -225,14 +277,19 @@ class SparkConfig(BaseModel):
     model_config = _FROZEN
 
     master: str = DEFAULT_MASTER
+    """The Spark master of a local classic session (``local[2]``, ``local-cluster[2,1,1024]``,
+    ``spark://host:7077``)."""
     remote: str | None = None
     """A Spark Connect server (``sc://host:port``): run as its client, with no JVM here.
     ``SPARK_REMOTE`` sets it too, as in PySpark; unset, a local classic session is used."""
     conf: Mapping[str, SecretStr] = Field(default_factory=dict)
+    """Extra Spark settings, applied last; values are masked in output.
+    ``spark.driver.extraJavaOptions`` here replaces the local JVMs' JIT settings."""
 
     @field_validator("remote")
     @classmethod
     def _connect_url(cls, value: str | None) -> str | None:
+        """``remote`` is a Spark Connect URL, ``sc://host:port``."""
         if value and not value.startswith("sc://"):
             raise ValueError("spark.remote must be a Spark Connect URL such as "
                              "sc://127.0.0.1:15002")
@@ -253,14 +310,22 @@ class PipelineConfig(BaseModel):
     model_config = _FROZEN
 
     name: str = Field(pattern=r"^[A-Za-z0-9_.-]{1,100}$")
+    """The pipeline's name (letters, digits, ``_``, ``.``, ``-``); part of every commit's
+    ``txnAppId``."""
     source: SourceConfig
+    """Where and how to read Kafka."""
     schema_source: str | dict[str, Any] = Field("events_v1", alias="schema")
     """A registered schema's name, an inline YAML schema, or the path of a YAML schema file."""
     target: TargetConfig
+    """The Delta tables the sink writes."""
     checkpoint: str
+    """The streaming checkpoint's folder or URI; one run at a time holds its lease."""
     quality: QualityConfig = Field(default_factory=QualityConfig)  # type: ignore[arg-type]
+    """Validation, its result tables and its reports."""
     spark: SparkConfig = Field(default_factory=SparkConfig)  # type: ignore[arg-type]
+    """Where Spark runs outside Databricks."""
     databricks: DatabricksConfig = Field(default_factory=DatabricksConfig)
+    """How the bundle deploys this pipeline's jobs; ignored by a local run."""
     config_file: str | None = Field(None, exclude=True)
 
     _key_from_schema = model_validator(mode="before")(key_from_schema)
