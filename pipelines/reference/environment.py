@@ -33,6 +33,9 @@ OTHER_VARIABLES = MappingProxyType({
     "JAVA_HOME": "the Java installation that runs the local JVMs (else `java` on the PATH)",
     "SPARK_CONNECT_MODE_ENABLED": "removed from the environment of the local Spark Connect "
                                   "server, which is a classic application",
+    "AWS_REGION": "Amazon MSK with IAM: the cluster's region when neither the bootstrap host "
+                  "nor the JAAS config (`awsStsRegion`) names it",
+    "AWS_DEFAULT_REGION": "the same, when `AWS_REGION` is not set",
 })
 
 
