@@ -5,7 +5,7 @@ PY     := $(VENV)/bin/python
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.install.stamp
 
-.PHONY: install demo test lint typecheck unit chaos bench bench-memory clean
+.PHONY: install demo test lint typecheck unit chaos bench bench-memory docs docs-serve clean
 
 install: $(STAMP)
 
@@ -22,7 +22,7 @@ demo: install
 	$(BIN)/deltasink demo
 
 lint: install
-	$(BIN)/ruff check pipelines schemas quality tests bench
+	$(BIN)/ruff check pipelines schemas quality tests bench docs
 
 typecheck: install
 	$(BIN)/mypy
@@ -30,6 +30,15 @@ typecheck: install
 test: lint typecheck
 	bash .ci/ensure-chromium.sh
 	$(BIN)/pytest -m "not chaos and not cluster" -q --durations=15
+
+# The docs site (mkdocs-material): --strict fails on a broken link or a missing page. Its
+# reference pages are rendered from the code (docs/hooks.py); tests/docs (in `make test`) builds
+# it too and checks every config block, command line and module path the docs name.
+docs: install
+	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict
+
+docs-serve: install
+	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs serve --strict
 
 chaos: install
 	$(BIN)/pytest -m chaos -q -s
@@ -47,4 +56,4 @@ bench-memory: install
 	$(PY) -m bench.memory
 
 clean:
-	rm -rf lake .mypy_cache .ruff_cache .pytest_cache
+	rm -rf lake site .mypy_cache .ruff_cache .pytest_cache
