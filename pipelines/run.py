@@ -22,7 +22,7 @@ from pipelines.errors import (
     SourceError,
     raised_in_batch,
 )
-from pipelines.kafka import topics
+from pipelines.kafka import reach, topics
 from pipelines.kafka.retention import check_retention
 from pipelines.kafka.source import read_stream, starting_offsets
 from pipelines.ledger import checkpoint
@@ -87,6 +87,8 @@ def run_pipeline(spark: SparkSession, config: PipelineConfig, *, trigger: str = 
         with clock.phase("source"):
             source = topics.inspect_source(spark, config.source, config.source.broker_timeout)
         partitions = source.partitions
+        if source.gap is not None:  # Spark's source is the only client: say what that costs
+            say(reach.reduced_checks(source.gap, config.source))
         with clock.phase("preflight"):
             for note in preflight.check_locations(spark, config):
                 say(note)
@@ -125,12 +127,13 @@ def run_pipeline(spark: SparkSession, config: PipelineConfig, *, trigger: str = 
         feed = BatchFeed(client, config, run_id, on_batch)
         with clock.phase("resume"):
             resume = agree(spark, config, partitions, lease, say, now=source.identity)
-            check_retention(spark, config, resume.offsets, say, partitions)
+            if source.gap is None:  # else Spark's failOnDataLoss (reach.reduced_checks)
+                check_retention(spark, config, resume.offsets, say, partitions)
             if recorder is not None:
                 recorder.backfill()  # rows of batches committed without one (crash, failure)
         with clock.phase("stream"):
             _stream(spark, config, run_id, trigger, interval, partitions, feed, say,
-                    resume, lease, harvest)
+                    resume, lease, harvest, own_client=source.gap is None)
         claim.release_soon()  # nothing left to write under it: released while validating
         result = RunResult(config.name, run_id, tuple(batches))
         say(f"run {run_id} done: {len(batches)} batches, in={result.records_in} "
@@ -161,8 +164,8 @@ def _final_aside(harvest: Harvest, aside: Aside) -> Harvest:
 
 def _stream(spark: SparkSession, config: PipelineConfig, run_id: str, trigger: str,
             interval: str, partitions: dict[str, list[int]],
-            feed: BatchFeed, say: Progress,
-            resume: Resume, lease: Lease, harvest: Harvest | None = None) -> None:
+            feed: BatchFeed, say: Progress, resume: Resume, lease: Lease,
+            harvest: Harvest | None = None, own_client: bool = True) -> None:
     outage: dict[str, float] = {}  # 'since': when the broker stopped answering
     recoveries = 0
     while True:
@@ -185,7 +188,9 @@ def _stream(spark: SparkSession, config: PipelineConfig, run_id: str, trigger: s
             writer = writer.trigger(processingTime=f"{parse_duration(interval)} seconds")
         query = lease.start(writer)  # a racing second writer is a CheckpointError
         try:
-            _watch(spark, query, config, outage, feed, harvest)
+            _watch(spark, query, config, outage, feed, harvest, probe=own_client)
+            if not own_client:
+                _check_topics_seen(config, query, say)
             return
         except StreamingQueryException as exc:
             failure = raised_in_batch(str(exc))  # the batch's own typed error, from its text
@@ -193,8 +198,9 @@ def _stream(spark: SparkSession, config: PipelineConfig, run_id: str, trigger: s
                 recoveries += 1
                 recover(spark, config, lease, say, str(failure))
                 resume = resume.refresh(spark, config)
-                partitions = topics.list_partitions(spark, config.source,
-                                                    config.source.broker_timeout)
+                if own_client:
+                    partitions = topics.list_partitions(spark, config.source,
+                                                        config.source.broker_timeout)
                 continue
             if failure is not None:
                 raise failure from None
@@ -237,13 +243,33 @@ def _report(feed: BatchFeed, query: StreamingQuery, say: Progress) -> None:
         say(f"warning: could not read the finished batches from the target's history ({first})")
 
 
+def _check_topics_seen(config: PipelineConfig, query: StreamingQuery, say: Progress) -> None:
+    """With no own client, a listed topic that does not exist reads nothing: fail on it.
+
+    Raises:
+        SourceError: the stream's progress shows no offset of a listed topic.
+    """
+    progresses = query.recentProgress
+    if not any(p.sources for p in progresses):
+        say("kafka: the stream planned no batch, so it did not show which listed topics exist "
+            "(own client unavailable); nothing was read")
+        return
+    unseen = reach.unseen_topics(config.source, progresses)
+    if unseen:
+        raise SourceError(f"topic(s) {', '.join(unseen)} were not seen by the stream on "
+                          f"{config.source.bootstrap_servers}: they do not exist, or this "
+                          "login may not describe them; create them or fix source.topics.")
+
+
 def _watch(spark: SparkSession, query: StreamingQuery, config: PipelineConfig,
            outage: dict[str, float], feed: BatchFeed, harvest: Harvest | None = None,
-           every: int = 5) -> None:
+           every: int = 5, probe: bool = True) -> None:
     """Wait for the query to end, probing the broker every ``every`` s: Spark's source may hang.
 
     A paused or unreachable broker can leave a batch waiting inside Kafka client calls for
     minutes. If the broker stays unreachable for ``source.broker_timeout``, stop the query.
+    With no own client (``probe`` false) the stream's own timeouts fail the query instead,
+    and the caller retries it within the same timeout.
 
     Raises:
         BrokerError: the broker was unreachable for longer than ``source.broker_timeout``.
@@ -256,7 +282,7 @@ def _watch(spark: SparkSession, query: StreamingQuery, config: PipelineConfig,
         if harvest is not None and time.monotonic() - harvested >= _HARVEST_EVERY:
             harvest(query)  # a long-running query records its batches' rows as it goes
             harvested = time.monotonic()
-        if time.monotonic() - probed < every:
+        if not probe or time.monotonic() - probed < every:
             continue
         probed = time.monotonic()
         try:

@@ -34,6 +34,23 @@ def newest_inserted(spark: SparkSession, config: PipelineConfig
                  for v in (row["e"], row["k"]))
 
 
+def last_stream_lag(spark: SparkSession, config: PipelineConfig
+                    ) -> tuple[int, datetime] | None:
+    """The lag the stream saw at this pipeline's newest batch with a known lag, and when that
+    batch started (UTC); None when no batch recorded one."""
+    df = _read(spark, config.quality.metrics_ref)
+    if df is None or "lag_records" not in df.columns:
+        return None
+    row = (df.where((df.pipeline == config.name) & df.lag_records.isNotNull())
+           .orderBy(F.col("started_at").desc()).select("lag_records", "started_at").first())
+    if row is None:
+        return None
+    started = row["started_at"]
+    when = started.astimezone(UTC) if started.tzinfo else started.replace(
+        tzinfo=datetime.now().astimezone().tzinfo).astimezone(UTC)
+    return int(row["lag_records"]), when
+
+
 def _read(spark: SparkSession, ref: TableRef) -> DataFrame | None:
     return ref.read(spark) if ref.exists(spark) else None
 

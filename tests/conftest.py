@@ -12,6 +12,7 @@ from pyspark.sql import SparkSession
 from pipelines.errors import BrokerError
 from pipelines.kafka.broker import EmbeddedBroker, free_port_pair
 from pipelines.runtime.connect_server import ConnectServer
+from pipelines.runtime.ports import free_ports
 from pipelines.runtime.spark import get_spark
 
 
@@ -24,7 +25,7 @@ def start_broker(factory: pytest.TempPathFactory, name: str, *, sasl: bool = Fal
     """
     for attempt in range(1, attempts + 1):
         node = EmbeddedBroker.at(factory.mktemp(name), port=free_port_pair(),
-                                 sasl_port=free_port_pair() if sasl else None)
+                                 sasl_port=free_ports(4) if sasl else None)
         try:
             return node.start()
         except BrokerError:

@@ -23,7 +23,7 @@ from pyspark.sql import SparkSession
 
 from pipelines.config.model import SourceConfig
 from pipelines.config.secrets import redact, secret_values
-from pipelines.errors import BrokerAuthError, BrokerError, ConfigError
+from pipelines.errors import BrokerAuthError, BrokerError, ConfigError, OwnClientUnavailable
 from pipelines.kafka.client_conf import librdkafka_config
 from pipelines.kafka.source import client_options
 
@@ -31,6 +31,7 @@ from pipelines.kafka.source import client_options
 _AUTH = ("_AUTHENTICATION", "SASL_AUTHENTICATION_FAILED", "TOPIC_AUTHORIZATION_FAILED",
          "CLUSTER_AUTHORIZATION_FAILED", "_SSL", "ILLEGAL_SASL_STATE",
          "UNSUPPORTED_SASL_MECHANISM")
+_NO_PROVIDER = re.compile(r"No provider for SASL mechanism (\S+)")
 _UNKNOWN_PROPERTY = re.compile(r'No such configuration property: "([^"]+)"')
 
 
@@ -93,6 +94,10 @@ def _admin(source: SourceConfig, timeout: float, what: str) -> Iterator[Any]:
             client = AdminClient(conf)
             break
         except (KafkaException, ValueError, TypeError) as exc:
+            missing = _NO_PROVIDER.search(str(exc))
+            if missing:  # a login this build of librdkafka cannot do (Kerberos, often)
+                raise OwnClientUnavailable(f"{missing[1]}: this build of librdkafka has no "
+                                           "provider for it") from None
             unknown = _UNKNOWN_PROPERTY.search(str(exc))
             if unknown is None or unknown[1].startswith(("sasl.", "ssl.", "security.")) or \
                     unknown[1] not in conf:

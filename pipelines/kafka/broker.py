@@ -40,7 +40,8 @@ class EmbeddedBroker:
 
     data_dir: Path
     port: int = DEFAULT_PORT
-    #: The SASL_SSL (SCRAM-SHA-512) listener's port; None: PLAINTEXT only.
+    #: The first of four authenticated listeners' ports (SCRAM over SSL, OIDC, mTLS, unsecured
+    #: OAUTHBEARER: :mod:`pipelines.kafka.broker_auth`); None: PLAINTEXT only.
     sasl_port: int | None = None
 
     @classmethod
@@ -70,6 +71,12 @@ class EmbeddedBroker:
     def sasl_bootstrap_servers(self) -> str:
         """The address of the SASL_SSL listener (``sasl_port`` must be set)."""
         return f"127.0.0.1:{self.sasl_port}"
+
+    def auth_bootstrap_servers(self, login: str) -> str:
+        """The address of one authenticated listener: ``scram``, ``oidc``, ``mtls`` or
+        ``unsecured`` (``sasl_port`` must be set)."""
+        offset = ("scram", "oidc", "mtls", "unsecured").index(login)
+        return f"127.0.0.1:{int(self.sasl_port or 0) + offset}"
 
     def sasl_credentials(self) -> broker_auth.SaslCredentials:
         """The SASL_SSL listener's user, password and CA trust store (generated once)."""
@@ -101,15 +108,18 @@ class EmbeddedBroker:
         """
         if self.pid is not None:
             return self
-        for port in (self.port, self.port + 1, *([self.sasl_port] if self.sasl_port else [])):
+        auth_ports = range(self.sasl_port, self.sasl_port + 4) if self.sasl_port else []
+        for port in (self.port, self.port + 1, *auth_ports):
             if port_open(port):
                 raise BrokerError(f"port {port} is already in use; pick another with --port")
         java = jvm.require_java()
         classpath = os.pathsep.join(str(p) for p in jvm.broker_classpath())
         props = broker_files.prepare(self.data_dir, self.port, self.sasl_port, java, classpath)
+        auth = broker_auth.jvm_options(self.sasl_credentials()) if self.sasl_port else []
         with open(self.data_dir / "broker.log", "ab") as log:
             proc = subprocess.Popen(
-                [java, *JVM_OPTS, f"-Dlog4j2.configurationFile={self.data_dir}/log4j2.properties",
+                [java, *JVM_OPTS, *auth,
+                 f"-Dlog4j2.configurationFile={self.data_dir}/log4j2.properties",
                  "-cp", classpath, "kafka.Kafka", str(props)],
                 stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
                 start_new_session=True)

@@ -14,7 +14,7 @@ from typing import TypeVar
 from pyspark.sql import SparkSession
 
 from pipelines.config.model import SourceConfig
-from pipelines.errors import BrokerAuthError, BrokerError, SourceError
+from pipelines.errors import BrokerAuthError, BrokerError, OwnClientUnavailable, SourceError
 from pipelines.kafka import admin
 from pipelines.kafka.client_conf import ClientConfig, librdkafka_config
 from pipelines.kafka.identity import SourceIdentity, identity_of
@@ -49,10 +49,18 @@ def list_partitions(spark: SparkSession, source: SourceConfig,
 
 @dataclass(frozen=True)
 class SourceNow:
-    """What the broker says about the source at start-up, from one admin client."""
+    """What the broker says about the source at start-up, from one admin client.
+
+    Attributes:
+        partitions: topic -> partitions (empty when ``gap`` is set: not asked).
+        identity: the cluster and topic ids (empty when ``gap`` is set).
+        gap: why deltasink's own client cannot log in as the stream does (None: it can);
+            the run then reads with the stream only (:mod:`pipelines.kafka.reach`).
+    """
 
     partitions: dict[str, list[int]]
     identity: SourceIdentity
+    gap: str | None = None
 
 
 def wait_for_source(spark: SparkSession, source: SourceConfig,
@@ -87,7 +95,8 @@ def inspect_source(spark: SparkSession, source: SourceConfig, timeout: float) ->
     cannot help. The cluster id and topic ids come with the partitions, in the same client.
 
     Returns:
-        The partitions per topic and the source's identity.
+        The partitions per topic and the source's identity; or, when deltasink's own client
+        cannot log in the way the stream does, neither, and why (``gap``).
 
     Raises:
         BrokerError: the broker stayed unreachable, or refused the client.
@@ -96,6 +105,8 @@ def inspect_source(spark: SparkSession, source: SourceConfig, timeout: float) ->
     try:
         cluster, described = ride_out(lambda: admin.describe_source(
             spark, source, timeout=min(10.0, max(1.0, timeout))), timeout)
+    except OwnClientUnavailable as exc:
+        return SourceNow({}, SourceIdentity(), gap=str(exc))
     except BrokerAuthError:
         raise
     except BrokerError as exc:

@@ -29,7 +29,7 @@ from typing import Any
 from pyspark.sql import SparkSession
 
 from pipelines.config.model import PipelineConfig
-from pipelines.errors import BrokerError
+from pipelines.errors import BrokerError, OwnClientUnavailable
 from pipelines.kafka import topics
 from pipelines.ledger import state
 
@@ -96,11 +96,14 @@ class Lag:
         records: the total, None when Kafka could not be asked.
         partitions: ``(topic, partition) -> records`` behind.
         error: why Kafka could not be asked.
+        own_client: False when deltasink's own client cannot log in as the stream does
+            (``error`` names the login); the stream's last lag is then the best figure.
     """
 
     records: int | None
     partitions: dict[tuple[str, int], int] = field(default_factory=dict)
     error: str | None = None
+    own_client: bool = True
 
     def describe(self) -> str:
         """One line: the total, then the partitions that lag (at most five)."""
@@ -128,6 +131,8 @@ def current_lag(spark: SparkSession, config: PipelineConfig, timeout: float = 10
                                   timeout)
     except BrokerError as exc:
         return Lag(None, error=str(exc))
+    except OwnClientUnavailable as exc:
+        return Lag(None, error=f"own client unavailable for {exc}", own_client=False)
     behind: dict[tuple[str, int], int] = {}
     for (topic, partition), (low, high) in marks.items():
         start = low if config.source.starting_offsets == "earliest" else high

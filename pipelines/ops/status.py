@@ -49,12 +49,19 @@ def lag_and_freshness(spark: SparkSession, config: PipelineConfig,
     """The lag now (asked of Kafka) and the age of the newest event and Kafka timestamp inserted
     (from the run-metrics table)."""
     from pipelines.ledger.lag import current_lag
-    from quality.results_read import newest_inserted
+    from quality.results_read import last_stream_lag, newest_inserted
 
     now = now or datetime.now(UTC)
     lag = current_lag(spark, config, timeout=5.0)
     event, kafka = newest_inserted(spark, config) if config.quality.enabled else (None, None)
-    return {"lag": {"records": lag.records, "describe": lag.describe(),
+    describe = lag.describe()
+    if not lag.own_client:  # Kafka cannot be asked by us: what the stream itself saw last
+        seen = last_stream_lag(spark, config) if config.quality.enabled else None
+        describe = (f"{lag.error}; the stream saw {seen[0]} records behind at "
+                    f"{seen[1]:%Y-%m-%d %H:%M:%S} UTC ({_age(now, seen[1]):.0f}s ago)"
+                    if seen else f"{lag.error}; no batch of the stream recorded its lag yet")
+    return {"lag": {"records": lag.records, "describe": describe,
+                    "stream": None if lag.own_client else describe,
                     "partitions": {f"{t}[{p}]": n for (t, p), n in sorted(lag.partitions.items())}},
             "freshness": {"newest_event_time": event, "newest_kafka_timestamp": kafka,
                           "event_s": _age(now, event), "kafka_s": _age(now, kafka)}}
@@ -94,7 +101,9 @@ def format_status(status: dict[str, Any]) -> list[str]:
     lines.append("in sync         " + ("yes" if status["in_sync"] else
                                        "no (the next run replays or resumes; nothing is lost)"))
     if "lag" in status:
-        lines.append(f"lag             {status['lag']['describe']} in Kafka not yet in the target")
+        lag = status["lag"]
+        lines.append(f"lag             {lag['describe']}" if lag.get("stream") else
+                     f"lag             {lag['describe']} in Kafka not yet in the target")
         fresh = status["freshness"]
         lines.append("freshness       " + (
             "nothing inserted yet (or not recorded)" if fresh["kafka_s"] is None else
