@@ -40,7 +40,8 @@ def test_command_line_parses(where: str, line: str, words: list[str]) -> None:
         with contextlib.redirect_stderr(errors), contextlib.redirect_stdout(io.StringIO()):
             build_parser().parse_args(words)
     except SystemExit as exc:
-        assert exc.code == 0, f"{where}: `{line}` does not parse: {errors.getvalue().strip()}"
+        why = errors.getvalue().strip().splitlines()[-1:]  # argparse's "error: ..." line
+        assert exc.code == 0, f"{where}: `{line}` does not parse: {' '.join(why)}"
 
 
 @pytest.mark.parametrize(("where", "span"), inline_commands(),

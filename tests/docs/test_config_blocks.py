@@ -12,6 +12,7 @@ import yaml
 
 from pipelines.config.loader import load_config
 from pipelines.config.model import PipelineConfig
+from pipelines.errors import ConfigError
 from schemas.loader import schema_from_mapping
 from tests.docs.sources import ROOT, Block, blocks, markdown_files
 
@@ -58,6 +59,9 @@ def test_yaml_block_loads_with_the_real_loader(block: Block, tmp_path: Path) -> 
     file = tmp_path / "config.yml"
     file.write_text(yaml.safe_dump(config), encoding="utf-8")
 
-    loaded = load_config(file, environ={})
+    try:
+        loaded = load_config(file, environ={})
+    except ConfigError as exc:
+        pytest.fail(f"{block.where}: the config loader refuses it: {exc}".replace(str(file), ""))
 
     assert loaded.name == config["name"]
