@@ -62,6 +62,6 @@ def test_yaml_block_loads_with_the_real_loader(block: Block, tmp_path: Path) -> 
     try:
         loaded = load_config(file, environ={})
     except ConfigError as exc:
-        pytest.fail(f"{block.where}: the config loader refuses it: {exc}".replace(str(file), ""))
+        pytest.fail(f"{block.where}: the config loader refuses it: {exc}".replace(f"{file}: ", ""))
 
     assert loaded.name == config["name"]
