@@ -29,12 +29,13 @@ from pipelines.failures import describe_failure, report_failure
 EPILOG = """\
 exit codes: 0 success, 1 failure, 2 bad config or usage, 3 a data-quality check failed.
 errors are one line (no traceback); --debug prints the traceback too.
-config: a YAML file (see README; `deltasink init` writes one); DELTASINK_<SECTION>__<KEY>
-environment variables override keys, e.g. DELTASINK_SOURCE__OPTIONS__SASL_JAAS_CONFIG for a
-secret Kafka option. DELTASINK_SPARK_LOG, DELTASINK_M2, ... are process settings (README).
+config: a YAML file (`deltasink init` writes one; every key: the docs' configuration reference);
+DELTASINK_<SECTION>__<KEY> environment variables override keys, e.g.
+DELTASINK_SOURCE__OPTIONS__SASL_JAAS_CONFIG for a secret Kafka option. DELTASINK_SPARK_LOG,
+DELTASINK_M2, ... are process settings (the docs' environment variables reference).
 """
 def build_parser() -> argparse.ArgumentParser:
-    """The argument parser (also used to render ``--help`` in the README)."""
+    """The argument parser (also rendered as the docs' CLI reference, pipelines/reference)."""
     parser = argparse.ArgumentParser(
         prog="deltasink", epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter,
         description="Land Kafka event streams in Delta Lake exactly once: parse, quarantine bad "

@@ -29,7 +29,7 @@ JVM_CACHE = "DELTASINK_JVM_CACHE"
 FAULT = "DELTASINK_FAULT"
 CHAOS_SEED = "DELTASINK_CHAOS_SEED"
 
-#: Every process setting, with what it does (the README's table lists the same).
+#: Every process setting, with what it does (the docs' environment reference is rendered from it).
 PROCESS_SETTINGS: dict[str, str] = {
     SPARK_LOG: "file the local driver JVM writes its output to "
                "(default ~/.cache/deltasink/spark-driver.log)",

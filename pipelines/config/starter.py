@@ -23,7 +23,8 @@ _TEMPLATE = """\
 # Only the required keys are set; each commented key shows its default (uncomment to change).
 # Relative paths are relative to this file's folder, defaults included.
 # Environment variables override keys, DELTASINK_<SECTION>__<KEY> (e.g.
-# DELTASINK_SOURCE__OPTIONS__SASL_JAAS_CONFIG for a secret Kafka option); see the README.
+# DELTASINK_SOURCE__OPTIONS__SASL_JAAS_CONFIG for a secret Kafka option); see the docs'
+# configuration and environment variables reference.
 
 name: {name}{pad_name}# letters, digits, _ . -; part of every commit's txnAppId
 # schema: events_v1                  # registered in schemas/, or a YAML file (orders.schema.yml)

@@ -16,7 +16,6 @@ from pipelines.errors import ConfigError
 BASE = {"name": "orders_bronze",
         "source": {"bootstrap_servers": "127.0.0.1:9092", "topics": ["orders"]},
         "target": {"path": "./lake/orders"}, "checkpoint": "./lake/_checkpoints/orders"}
-README = Path(__file__).resolve().parents[3] / "README.md"
 
 #: A value for every process setting, as an operator might set them all at once.
 EVERY_SETTING = {env.SPARK_LOG: "/tmp/driver.log", env.SPARK_LOG_LEVEL: "WARN",
@@ -30,11 +29,13 @@ def write(tmp_path: Path, data: dict[str, object]) -> Path:
     return path
 
 
-def test_every_process_setting_is_listed_here_and_in_the_readme() -> None:
+def test_every_process_setting_is_listed_here_and_in_the_docs() -> None:
+    from pipelines.reference import environment
+
     assert set(EVERY_SETTING) == set(env.PROCESS_SETTINGS)
-    readme = README.read_text()
+    page = environment.render()  # the docs' environment variables reference
     for name in env.PROCESS_SETTINGS:
-        assert f"`{name}`" in readme, f"{name} is not documented in README.md"
+        assert f"`{name}`" in page, f"{name} is not in the docs' environment reference"
 
 
 def test_process_settings_cannot_collide_with_config_overrides() -> None:
