@@ -71,9 +71,20 @@ def test_release_drops_the_blocks(spark: SparkSession) -> None:
     assert not (_persistent_rdds(spark) & held)
 
 
-def test_release_ignores_dataframes_that_were_not_materialized(spark: SparkSession) -> None:
-    release(None)
-    release(spark.range(3))  # no error: not a local checkpoint
+def test_release_leaves_dataframes_that_were_not_materialized_alone(
+        spark: SparkSession) -> None:
+    release(None)  # no error: nothing to release
+    before = _persistent_rdds(spark)
+    cached = spark.range(3).cache()  # persisted, but not by materialize (no local checkpoint)
+    try:
+        assert cached.count() == 3
+        held = _persistent_rdds(spark)
+        assert held - before, "the cache should hold blocks"
+        release(cached)  # no error, and a no-op:
+        assert _persistent_rdds(spark) == held  # its blocks are still held
+        assert cached.count() == 3
+    finally:
+        cached.unpersist(blocking=True)
 
 
 def _kafka_rows(spark: SparkSession) -> DataFrame:

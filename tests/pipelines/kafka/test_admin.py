@@ -58,7 +58,9 @@ def test_an_unreachable_broker_is_one_broker_error_within_the_timeout(
     started = time.monotonic()
     with pytest.raises(BrokerError, match=r"did not answer while describing .* within 2s"):
         admin.describe_source(None, source, 2.0)
-    assert time.monotonic() - started < 10
+    took = time.monotonic() - started
+    # A guard against a hang, not a speed bound: 30 times the 2 s timeout, however loaded.
+    assert took < 60, f"hung: describe_source took {took:.0f} s with a 2 s timeout"
     assert capfd.readouterr().err == ""  # librdkafka's own log lines never reach the terminal
 
 

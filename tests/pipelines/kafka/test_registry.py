@@ -36,9 +36,12 @@ def test_a_schema_by_id_is_cached_and_an_unknown_id_is_none() -> None:
     with running_registry() as registry:
         sid = registry.register("clicks-value", V1)
         client = RegistryClient(registry.url)
-        assert client.schema(sid) is not None and client.schema(sid) == client.schema(sid)
+        text = client.schema(sid)
+        assert text is not None and json.loads(text) == json.loads(V1)  # the registered schema
+        assert client.schema(sid) == text  # and again, from the cache:
         assert registry.calls(f"GET /schemas/ids/{sid}") == 1
-        assert client.schema(42) is None
+        assert client.schema(42) is None and client.schema(42) is None
+        assert registry.calls("GET /schemas/ids/42") == 2  # an unknown id is not cached
 
 
 def test_basic_auth_works_and_wrong_credentials_are_one_line_without_the_secret() -> None:

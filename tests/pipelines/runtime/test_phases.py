@@ -2,25 +2,32 @@
 
 from __future__ import annotations
 
-import time
+from types import SimpleNamespace
 
 import pytest
 
+from pipelines.runtime import phases
 from pipelines.runtime.phases import Phases, parse_line
 
 
-def test_a_phase_that_runs_twice_adds_up_and_the_line_parses_back() -> None:
-    clock = Phases()
+def test_a_phase_that_runs_twice_adds_up_and_the_line_parses_back(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """Exact sums from a stepped clock (this module's own), not a sleep and a threshold."""
+    ticks = iter([101.0, 103.5,  # stream: 2.5 s
+                  110.0, 111.25,  # stream again: 1.25 s
+                  111.25, 111.5,  # validate: 0.25 s
+                  120.0])  # line(): total 20 s, of which 16 s in no named phase
+    monkeypatch.setattr(phases, "time", SimpleNamespace(monotonic=lambda: next(ticks)))
+    clock = Phases(started=100.0)
     for _ in range(2):
         with clock.phase("stream"):
-            time.sleep(0.06)
+            pass
     with clock.phase("validate"):
         pass
+    assert clock.seconds == {"stream": 3.75, "validate": 0.25}
     line = clock.line()
-    parsed = parse_line(line)
-    assert list(parsed)[:2] == ["stream", "validate"]  # in the order they first ran
-    assert parsed["stream"] >= 0.1
-    assert parsed["total"] >= parsed["stream"]
+    assert line == "timings: stream 3.8s, validate 0.2s, other 16.0s, total 20.0s"
+    assert parse_line(line) == {"stream": 3.8, "validate": 0.2, "other": 16.0, "total": 20.0}
 
 
 def test_a_phase_that_raises_is_still_counted() -> None:
