@@ -6,7 +6,6 @@ fails ``deltasink run`` in one line, before anything is created."""
 
 from __future__ import annotations
 
-import os
 import uuid
 from pathlib import Path
 
@@ -17,12 +16,12 @@ from confluent_kafka.schema_registry.avro import AvroSerializer
 from confluent_kafka.serialization import MessageField, SerializationContext
 from pyspark.sql import SparkSession
 
+from pipelines.cli import main
 from pipelines.config.loader import load_config
 from pipelines.kafka.broker import EmbeddedBroker
 from pipelines.kafka.topics import ensure_topic
 from pipelines.ops.redrive import redrive
 from pipelines.run import run_pipeline
-from tests.support import runner
 from tests.support.checker import check
 from tests.support.clicks import DECLARED, V1, V2, click, wire
 from tests.support.configs import write_config
@@ -86,9 +85,11 @@ def test_two_schema_versions_land_once_and_bad_avro_is_quarantined_with_reasons(
     assert target.where("event_id = 'c-0'").first()["user"] == "u-0"  # type: ignore[index]
 
 
-@pytest.mark.slow
 def test_a_wrong_registry_password_is_one_line_before_any_table_is_created(
-        broker: EmbeddedBroker, lake: Path) -> None:
+        spark: SparkSession, broker: EmbeddedBroker, lake: Path,
+        monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    """``deltasink run``'s ``main()`` in this process, on the session's SparkSession: the
+    failure and its one line are the point here, not a cold process."""
     topic = f"clicks-{uuid.uuid4().hex[:8]}"
     ensure_topic(broker.bootstrap_servers, topic, partitions=1)
     wrong = "not-the-registry-pw-91c2"
@@ -96,13 +97,14 @@ def test_a_wrong_registry_password_is_one_line_before_any_table_is_created(
         registry.register(f"{topic}-value", V1)
         path = write_config(lake, broker.bootstrap_servers, topic, schema=DECLARED, source={
             "format": "avro", "avro": {"registry_url": registry.url, "registry_user": USER}})
-        env = {**os.environ, "DELTASINK_SOURCE__AVRO__REGISTRY_PASSWORD": wrong}
-        done = runner.deltasink("run", "--config", str(path), "--no-validate", env=env,
-                                timeout=600)
-    assert done.returncode == 1
-    lines = [ln for ln in done.stderr.splitlines() if ln.strip()]
-    assert len(lines) == 1, done.stderr[-2000:]
+        monkeypatch.setenv("DELTASINK_SOURCE__AVRO__REGISTRY_PASSWORD", wrong)
+        capsys.readouterr()
+        code = main(["run", "--config", str(path), "--no-validate"])
+        out, err = capsys.readouterr()
+    assert code == 1
+    lines = [ln for ln in err.splitlines() if ln.strip()]
+    assert len(lines) == 1, err[-2000:]
     assert f"schema registry {registry.url}" in lines[0]
     assert "HTTP 401, the registry refused the credentials" in lines[0]
-    assert wrong not in done.stdout + done.stderr
+    assert wrong not in out + err
     assert not (lake / "orders").exists() and not (lake / "orders_quarantine").exists()
