@@ -72,10 +72,11 @@ def inline_code(file: Path) -> list[str]:
     return _INLINE.findall(prose(file))
 
 
-def command_lines(block: Block) -> Iterator[tuple[str, list[str]]]:
-    """The ``deltasink ...`` command lines of a block, split into arguments (without
-    ``deltasink``), ``$ `` prompts, comments and anything after ``&``, ``|`` or ``;`` removed."""
-    for line in block.text.splitlines():
+def command_lines(block: Block) -> Iterator[tuple[int, str, list[str]]]:
+    """The ``deltasink ...`` command lines of a block: (line number in the file, the line, its
+    arguments without ``deltasink``), with ``$ `` prompts, comments and anything after ``&``,
+    ``|`` or ``;`` removed."""
+    for number, line in enumerate(block.text.splitlines(), start=block.line + 1):
         stripped = line.strip().removeprefix("$ ")
         if not stripped.startswith("deltasink "):
             continue
@@ -83,4 +84,4 @@ def command_lines(block: Block) -> Iterator[tuple[str, list[str]]]:
         for stop in ("&", "|", "&&", ";", "||"):
             if stop in words:
                 words = words[:words.index(stop)]
-        yield stripped, words[1:]
+        yield number, stripped, words[1:]

@@ -17,7 +17,8 @@ def command_blocks() -> list[tuple[str, str, list[str]]]:
     found = []
     for file in markdown_files():
         for block in blocks(file):
-            found += [(block.where, line, words) for line, words in command_lines(block)]
+            where = block.where.rpartition(":")[0]
+            found += [(f"{where}:{n}", line, words) for n, line, words in command_lines(block)]
     return found
 
 
