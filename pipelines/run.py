@@ -189,8 +189,6 @@ def _stream(spark: SparkSession, config: PipelineConfig, run_id: str, trigger: s
         query = lease.start(writer)  # a racing second writer is a CheckpointError
         try:
             _watch(spark, query, config, outage, feed, harvest, probe=own_client)
-            if not own_client:
-                _check_topics_seen(config, query, say)
             return
         except StreamingQueryException as exc:
             failure = raised_in_batch(str(exc))  # the batch's own typed error, from its text
@@ -206,7 +204,7 @@ def _stream(spark: SparkSession, config: PipelineConfig, run_id: str, trigger: s
                 raise failure from None
             text = str(exc)
             if not any(marker in text for marker in _TRANSIENT):
-                raise explain(exc) from None
+                raise explain(exc, config) from None
             now = time.monotonic()
             waited = now - outage.setdefault("since", now)
             if waited >= config.source.broker_timeout:
@@ -241,24 +239,6 @@ def _report(feed: BatchFeed, query: StreamingQuery, say: Progress) -> None:
     except Exception as exc:  # reporting must not turn a good run into a failed one
         first = (str(exc).strip().splitlines() or [type(exc).__name__])[0][:300]
         say(f"warning: could not read the finished batches from the target's history ({first})")
-
-
-def _check_topics_seen(config: PipelineConfig, query: StreamingQuery, say: Progress) -> None:
-    """With no own client, a listed topic that does not exist reads nothing: fail on it.
-
-    Raises:
-        SourceError: the stream's progress shows no offset of a listed topic.
-    """
-    progresses = query.recentProgress
-    if not any(p.sources for p in progresses):
-        say("kafka: the stream planned no batch, so it did not show which listed topics exist "
-            "(own client unavailable); nothing was read")
-        return
-    unseen = reach.unseen_topics(config.source, progresses)
-    if unseen:
-        raise SourceError(f"topic(s) {', '.join(unseen)} were not seen by the stream on "
-                          f"{config.source.bootstrap_servers}: they do not exist, or this "
-                          "login may not describe them; create them or fix source.topics.")
 
 
 def _watch(spark: SparkSession, query: StreamingQuery, config: PipelineConfig,
@@ -300,10 +280,15 @@ def _watch(spark: SparkSession, query: StreamingQuery, config: PipelineConfig,
                     "when the broker is back and it continues where it stopped.") from None
 
 
-def explain(exc: StreamingQueryException) -> DeltasinkError:
+def explain(exc: StreamingQueryException, config: PipelineConfig) -> DeltasinkError:
     """Turn a streaming failure into an actionable deltasink error."""
     text = str(exc)
     first = next((ln for ln in text.splitlines() if ln.strip()), text)[:500]
+    if "UnknownTopicOrPartitionException" in text:  # Spark's source lists a missing topic
+        return SourceError(
+            f"a topic of source.topics does not exist on {config.source.bootstrap_servers} "
+            "(Kafka: UnknownTopicOrPartition); create it or fix source.topics. Nothing of it "
+            "was read.")
     if "data may have been lost" in text or "OFFSET_OUT_OF_RANGE" in text.upper():
         return SourceError(
             "Kafka no longer has offsets this pipeline has not read yet (retention deleted "

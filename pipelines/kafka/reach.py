@@ -9,8 +9,8 @@ the run goes on with Spark's source as the only client, and each check that need
 client takes its figures from the stream, as :func:`reduced_checks` says at the start:
 
 * topics and partitions: Spark's source lists them (new partitions from their earliest offset);
-  a listed topic that does not exist reads nothing, and the run fails on it
-  (:func:`unseen_topics`, from the stream's progress);
+  a listed topic that does not exist fails the query (``UnknownTopicOrPartition``), which the
+  run names in one line;
 * a topic deleted and created again, and offsets deleted by retention: Spark's
   ``failOnDataLoss`` (offsets that went backwards, or are no longer there, fail the query; the
   run says so in one line); with ``fail_on_data_loss: false``, Spark skips them itself;
@@ -22,10 +22,6 @@ client takes its figures from the stream, as :func:`reduced_checks` says at the 
 
 from __future__ import annotations
 
-import json
-from collections.abc import Iterable
-from typing import Any
-
 from pipelines.config.model import SourceConfig
 
 
@@ -36,23 +32,3 @@ def reduced_checks(gap: str, source: SourceConfig) -> str:
     return (f"kafka: own client unavailable for {gap}; reduced checks: topics and partitions "
             f"from the stream, recreated topics and retention loss {loss}, lag from the "
             "stream's progress, broker outages from the stream's own timeouts")
-
-
-def unseen_topics(source: SourceConfig, progresses: Iterable[Any]) -> list[str]:
-    """Listed topics that no progress of the query shows an offset for (they do not exist).
-
-    Args:
-        source: the pipeline's source; a topic pattern may match none, and is not checked.
-        progresses: ``StreamingQueryProgress`` objects of the query.
-    """
-    seen: set[str] = set()
-    for progress in progresses:
-        for src in progress.sources:
-            for text in (src.startOffset, src.endOffset, src.latestOffset):
-                try:
-                    parsed = json.loads(text) if isinstance(text, str) else text
-                except ValueError:
-                    continue
-                if isinstance(parsed, dict):
-                    seen.update(str(t) for t in parsed)
-    return [t for t in source.topics if t not in seen]

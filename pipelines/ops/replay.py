@@ -23,7 +23,7 @@ from pyspark.sql import SparkSession
 
 from pipelines.batches import BatchFeed
 from pipelines.config.model import PipelineConfig
-from pipelines.errors import ConfigError, DeltasinkError, raised_in_batch
+from pipelines.errors import ConfigError, DeltasinkError, SourceError, raised_in_batch
 from pipelines.kafka import admin, topics
 from pipelines.kafka.source import read_stream
 from pipelines.ledger import checkpoint
@@ -113,7 +113,12 @@ def replay(spark: SparkSession, config: PipelineConfig, from_timestamp: str, *,
         raise ConfigError(f"target {config.target.ref.describe()} does not exist; run the "
                           "pipeline first (`deltasink run`), replay only backfills it.")
     reading = _source_config(config, only_topics)
-    partitions = topics.wait_for_source(spark, reading.source, reading.source.broker_timeout)
+    now = topics.inspect_source(spark, reading.source, reading.source.broker_timeout)
+    if now.gap is not None:
+        raise SourceError(f"replay needs deltasink's own Kafka client to find the offsets at "
+                          f"{from_timestamp}; it is unavailable for {now.gap}. Rewind the "
+                          "pipeline instead, or run replay where the own client can log in.")
+    partitions = now.partitions
     start, end = offset_range(spark, reading, partitions, since)
     replay_id = uuid.uuid4().hex[:12]
     batches: list[BatchMetrics] = []

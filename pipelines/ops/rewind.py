@@ -18,7 +18,7 @@ from datetime import datetime
 from pyspark.sql import SparkSession
 
 from pipelines.config.model import PipelineConfig
-from pipelines.errors import CommitError, ConfigError, SourceError
+from pipelines.errors import CommitError, ConfigError, OwnClientUnavailable, SourceError
 from pipelines.kafka import topics
 from pipelines.ledger import checkpoint, state
 from pipelines.ledger.single_writer import single_writer
@@ -98,7 +98,12 @@ def plan_rewind(spark: SparkSession, config: PipelineConfig, *, to_version: int 
         raise ConfigError(f"--to-version {to_version} is not a version of {target.describe()} "
                           f"(it has {versions[0][0]}..{now}); see `deltasink status`.")
     resume = state.recorded_offsets(spark, target, config.name, as_of=to_version)
-    gone = topics.deleted_offsets(spark, config.source, resume or {})
+    try:
+        gone = topics.deleted_offsets(spark, config.source, resume or {})
+    except OwnClientUnavailable as exc:  # rolling back past deleted records would lose rows
+        raise SourceError(f"cannot rewind to version {to_version}: whether Kafka still has the "
+                          "records it would re-read is asked with deltasink's own Kafka client, "
+                          f"which is unavailable for {exc}; nothing was changed.") from None
     if gone:
         where = ", ".join(f"{t}[{p}] offsets {nxt}..{low - 1}"
                           for (t, p), (nxt, low) in sorted(gone.items()))

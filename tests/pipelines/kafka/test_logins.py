@@ -125,18 +125,22 @@ def test_mtls_key_stores_land_exactly_once_with_every_own_check(
     assert all(password not in line for line in said)
 
 
+def _java_only_options() -> dict[str, str]:
+    return {"security.protocol": "SASL_PLAINTEXT", "sasl.mechanism": "OAUTHBEARER",
+            "sasl.login.callback.handler.class":
+                f"{_OAUTH}.internals.unsecured.OAuthBearerUnsecuredLoginCallbackHandler",
+            "sasl.jaas.config": f"{_OAUTH}.OAuthBearerLoginModule required "
+                                'unsecuredLoginStringClaim_sub="alice";'}
+
+
 def test_a_java_only_login_lands_exactly_once_and_names_its_reduced_checks(
-        spark: SparkSession, sasl_broker: EmbeddedBroker, lake: Path) -> None:
+        spark: SparkSession, sasl_broker: EmbeddedBroker, lake: Path,
+        capsys: pytest.CaptureFixture[str]) -> None:
     """A login callback class librdkafka cannot load (Kafka's own unsecured-token handler,
     named explicitly, as a team's own class would be): the stream reads, deltasink's own client
     does not, and the run says which checks come from the stream."""
-    options = {"security.protocol": "SASL_PLAINTEXT", "sasl.mechanism": "OAUTHBEARER",
-               "sasl.login.callback.handler.class":
-                   f"{_OAUTH}.internals.unsecured.OAuthBearerUnsecuredLoginCallbackHandler",
-               "sasl.jaas.config": f"{_OAUTH}.OAuthBearerLoginModule required "
-                                   'unsecuredLoginStringClaim_sub="alice";'}
     config, said, sent = _land(spark, sasl_broker, lake, "login-java-only", "unsecured",
-                               options)
+                               _java_only_options())
     reduced = [line for line in said if line.startswith("kafka: own client unavailable for ")]
     assert len(reduced) == 1, said
     assert "OAUTHBEARER through the Java class OAuthBearerUnsecuredLoginCallbackHandler" \
@@ -158,3 +162,43 @@ def test_a_java_only_login_lands_exactly_once_and_names_its_reduced_checks(
     verdict = check(spark, config, set(sent.event_ids) | set(more.event_ids),
                     sum(sent.poison.values()))
     assert verdict.clean, verdict
+    # what needs the own client and has no safe stream-side figure is refused in one line,
+    # changing nothing: a replay by time, and a rewind (it must know Kafka still has the records)
+    file = write_config(lake, sasl_broker.auth_bootstrap_servers("unsecured"), "login-java-only",
+                        source={"options": _java_only_options(), "broker_timeout": 30})
+    version = collect_status(spark, config)["table_version"]
+    for argv in (["replay", "--from-timestamp", "2026-01-01T00:00:00Z"],
+                 ["rewind", "--to-version", "1"]):
+        code = main([*argv, "--config", str(file)])
+        err = capsys.readouterr().err.strip().splitlines()
+        assert code == 1 and len(err) == 1, err
+        assert "own Kafka client" in err[0] and "OAUTHBEARER through the Java class" in err[0]
+    assert collect_status(spark, config)["table_version"] == version
+
+
+def test_with_no_own_client_a_missing_topic_fails_the_run(
+        spark: SparkSession, sasl_broker: EmbeddedBroker, lake: Path) -> None:
+    """With no own client there is no preflight of the topics; Spark's source fails on a listed
+    topic that does not exist, and the run names it in one line: never a silent no-op."""
+    from pipelines.errors import SourceError
+
+    produce_events(sasl_broker.bootstrap_servers, "login-present", 5, seed=5)
+    config = make_config(lake, sasl_broker.auth_bootstrap_servers("unsecured"), "login-present",
+                         source={"options": _java_only_options(), "broker_timeout": 30,
+                                 "topics": ["login-present", "login-absent"]})
+    with pytest.raises(SourceError, match="does not exist .*UnknownTopicOrPartition"):
+        run_pipeline(spark, config, validate=False, progress=lambda _l: None)
+
+
+def test_a_build_without_gssapi_leaves_the_stream_as_the_only_client(lake: Path) -> None:
+    """This machine's confluent-kafka wheel has no GSSAPI (Kerberos); the translation is tried,
+    and the build's answer turns into the named gap, not a refusal."""
+    from pipelines.errors import OwnClientUnavailable
+    from pipelines.kafka import admin
+
+    config = make_config(lake, "127.0.0.1:9", "t", source={"options": {
+        "security.protocol": "SASL_PLAINTEXT", "sasl.kerberos.service.name": "kafka",
+        "sasl.jaas.config": "com.sun.security.auth.module.Krb5LoginModule required "
+                            'useKeyTab=true keyTab="/etc/k.keytab" principal="svc@EX.COM";'}})
+    with pytest.raises(OwnClientUnavailable, match="GSSAPI: this build of librdkafka"):
+        admin.topic_partitions(None, config.source, timeout=1.0)
