@@ -16,11 +16,13 @@ import pytest
 from pyspark.sql import SparkSession
 
 from pipelines.cli import main
+from pipelines.config.loader import load_config
 from pipelines.config.model import PipelineConfig
 from pipelines.kafka.broker import EmbeddedBroker
 from pipelines.kafka.produce import ProduceSummary, produce_events
 from pipelines.ops.status import collect_status, format_status
 from pipelines.run import run_pipeline
+from pipelines.runtime.connect_server import ConnectServer
 from tests.support.checker import check
 from tests.support.configs import make_config, write_config
 from tests.support.oidc import TokenEndpoint, token_endpoint
@@ -186,7 +188,7 @@ def test_with_no_own_client_a_missing_topic_fails_the_run(
     config = make_config(lake, sasl_broker.auth_bootstrap_servers("unsecured"), "login-present",
                          source={"options": _java_only_options(), "broker_timeout": 30,
                                  "topics": ["login-present", "login-absent"]})
-    with pytest.raises(SourceError, match="does not exist .*UnknownTopicOrPartition"):
+    with pytest.raises(SourceError, match=r"does not exist .*UnknownTopicOrPartition"):
         run_pipeline(spark, config, validate=False, progress=lambda _l: None)
 
 
@@ -202,3 +204,26 @@ def test_a_build_without_gssapi_leaves_the_stream_as_the_only_client(lake: Path)
                             'useKeyTab=true keyTab="/etc/k.keytab" principal="svc@EX.COM";'}})
     with pytest.raises(OwnClientUnavailable, match="GSSAPI: this build of librdkafka"):
         admin.topic_partitions(None, config.source, timeout=1.0)
+
+
+def test_over_spark_connect_a_java_only_login_lands_exactly_once_with_reduced_checks(
+        spark: SparkSession, sasl_broker: EmbeddedBroker, connect_server: ConnectServer,
+        lake: Path) -> None:
+    """The same fallback as a Spark Connect client: the source runs on the server, the client
+    has no JVM and no own Kafka login, and says so."""
+    from tests.support import runner
+
+    sent = produce_events(sasl_broker.bootstrap_servers, "login-connect", 60, partitions=2,
+                          duplicate_rate=0.1, poison_rate=0.05, seed=61)
+    file = write_config(lake, sasl_broker.auth_bootstrap_servers("unsecured"), "login-connect",
+                        spark={"remote": connect_server.url},
+                        source={"options": _java_only_options(), "broker_timeout": 30})
+    seen: set[str] = set()
+    done = runner.run(file, children=seen)
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    assert "java" not in seen, f"the client started a JVM: {sorted(seen)}"
+    assert ("kafka: own client unavailable for OAUTHBEARER through the Java class "
+            "OAuthBearerUnsecuredLoginCallbackHandler; reduced checks:") in done.stdout
+    config = load_config(file, environ={})
+    verdict = check(spark, config, sent.event_ids, sum(sent.poison.values()))
+    assert verdict.clean, verdict
