@@ -16,10 +16,9 @@ from __future__ import annotations
 import hashlib
 import struct
 from dataclasses import dataclass
-from pathlib import Path
 
 from pipelines.errors import ConfigError
-from pipelines.kafka.truststore import jks_entries, pem
+from pipelines.kafka.truststore import jks_entries, pem, read_store
 
 #: The OID of Sun's JKS key protector (1.3.6.1.4.1.42.2.17.1.1), DER-encoded.
 _KEY_PROTECTOR = bytes.fromhex("060a2b060104012a021101010500")
@@ -79,12 +78,7 @@ def jks_key_pair(location: str, store_password: str | None,
             is named; no secret is shown).
     """
     where = "source.options.ssl.keystore.location"
-    try:
-        data = Path(location.removeprefix("file:")).read_bytes()
-    except OSError as exc:
-        raise ConfigError(f"{where}: cannot read {location} from this process "
-                          f"({exc.strerror or exc}); deltasink's own Kafka calls need the key "
-                          "store here too") from None
+    data = read_store(location, "keystore")
     password = key_password if key_password is not None else store_password
     try:
         for blob, chain in jks_entries(data, store_password, "ssl.keystore.password"):

@@ -100,6 +100,21 @@ def pem(der: bytes, label: str = "CERTIFICATE") -> str:
     return f"-----BEGIN {label}-----\n" + "\n".join(lines) + f"\n-----END {label}-----\n"
 
 
+def read_store(location: str, kind: str) -> bytes:
+    """The bytes of the ``ssl.<kind>.location`` store (``kind``: truststore or keystore).
+
+    Raises:
+        ConfigError: this process cannot read it (the option and the reason named).
+    """
+    try:
+        return Path(location.removeprefix("file:")).read_bytes()
+    except OSError as exc:
+        raise ConfigError(f"source.options.ssl.{kind}.location: cannot read {location} from "
+                          f"this process ({exc.strerror or exc}); deltasink's own Kafka "
+                          f"metadata calls need the {kind.replace('store', ' store')} here "
+                          "too") from None
+
+
 def as_pem_file(location: str, kind: str, password: str | None, cache: Path) -> str:
     """Write the trusted certificates of the store at ``location`` as one PEM file.
 
@@ -115,12 +130,7 @@ def as_pem_file(location: str, kind: str, password: str | None, cache: Path) -> 
     Raises:
         ConfigError: the store cannot be read, or holds no certificate.
     """
-    try:
-        data = Path(location.removeprefix("file:")).read_bytes()
-    except OSError as exc:
-        raise ConfigError(f"source.options.ssl.truststore.location: cannot read {location} "
-                          f"from this process ({exc.strerror or exc}); deltasink's own Kafka "
-                          "metadata calls need the trust store here too") from None
+    data = read_store(location, "truststore")
     try:
         ders = (pkcs12_certificates if kind == "PKCS12" else jks_certificates)(data, password)
     except (ValueError, struct.error) as exc:
