@@ -46,6 +46,8 @@ PauseStatus = Literal["PAUSED", "UNPAUSED"]
 Compute = Literal["serverless", "job_cluster"]
 #: A Quartz cron expression has 6 or 7 fields.
 _QUARTZ = re.compile(r"^\S+(\s+\S+){5,6}$")
+#: A group name becomes part of job keys: letters, digits and ``_``.
+_GROUP = re.compile(r"^[A-Za-z0-9_]{1,64}$")
 #: A secret scope's key: letters, digits, ``-``, ``_`` and ``.`` (Databricks' rule).
 _SECRET_KEY = re.compile(r"^[A-Za-z0-9_.-]{1,128}$")
 
@@ -66,6 +68,11 @@ class DatabricksConfig(BaseModel):
     """Of the two scheduled jobs; default ``var.schedule_pause_status``."""
     continuous_pause_status: PauseStatus | None = None
     """Of the continuous ingest job; default ``var.continuous_pause_status``."""
+    group: str | None = None
+    """The scheduled jobs this pipeline runs in, as a task: left out, those of every pipeline
+    with the same schedule, pause status and compute (one shared cluster or environment); a
+    name (``[A-Za-z0-9_]``), those of the configs naming it, alone if none other does (its
+    own cluster: name it after the pipeline to keep ``<pipeline>_ingest``)."""
     secret_scope: str | None = None
     """The scope ``secrets`` are read from; default ``var.secret_scope``."""
     secrets: Mapping[str, str] = Field(default_factory=dict)
@@ -78,6 +85,14 @@ class DatabricksConfig(BaseModel):
         """``ingest_cron`` and ``maintenance_cron`` are Quartz cron expressions (6 or 7 fields)."""
         if value is not None and not _QUARTZ.match(value.strip()):
             raise ValueError("not a Quartz cron expression (6 or 7 fields, e.g. '0 0/15 * * * ?')")
+        return value
+
+    @field_validator("group")
+    @classmethod
+    def _group_name(cls, value: str | None) -> str | None:
+        """``group`` is 1-64 letters, digits or ``_`` (it becomes part of the job keys)."""
+        if value is not None and not _GROUP.match(value):
+            raise ValueError("a group name is 1-64 letters, digits or '_' (it names the jobs)")
         return value
 
     @field_validator("secrets")

@@ -207,3 +207,29 @@ def resolve_target(bundle: LoadedBundle, target: str,
 
 def _var_context(values: dict[str, Any]) -> dict[str, Any]:
     return {f"var.{k}": v for k, v in values.items()}
+
+
+#: Which job kind a task is, by its notebook (and, for ingest, its trigger).
+_NOTEBOOK_KINDS = {"ingest.py": "ingest", "validate.py": "ingest", "maintenance.py": "maintenance"}
+
+
+def pipeline_jobs(jobs: dict[str, Any], pipeline: str) -> dict[str, tuple[str, dict[str, Any]]]:
+    """Per kind (``ingest``, ``maintenance``, ``continuous``), the job that runs ``pipeline``:
+    its key and the job with only that pipeline's tasks (told by the config file they pass).
+
+    Jobs are grouped (one ingest job may run many pipelines); every kind must hold the
+    pipeline's tasks in exactly one job.
+    """
+    found: dict[str, tuple[str, dict[str, Any]]] = {}
+    for key, job in jobs.items():
+        mine = [t for t in job["tasks"] if t["notebook_task"]["base_parameters"]["config"]
+                .endswith(f"/notebooks/pipelines.d/{pipeline}.yml")]
+        if not mine:
+            continue
+        params = mine[0]["notebook_task"]["base_parameters"]
+        kind = _NOTEBOOK_KINDS[Path(mine[0]["notebook_task"]["notebook_path"]).name]
+        if params.get("trigger") == "continuous":
+            kind = "continuous"
+        assert kind not in found, f"{pipeline}: two {kind} jobs ({found[kind][0]}, {key})"
+        found[kind] = (key, {**job, "tasks": mine})
+    return found

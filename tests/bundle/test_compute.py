@@ -19,7 +19,14 @@ from databricks.bundles.jobs import Job
 
 from pipelines import bundle as generator
 from pipelines.errors import ConfigError
-from tests.bundle.bundle import REQUIRED_VARS, ROOT, LoadedBundle, load_bundle, resolve_target
+from tests.bundle.bundle import (
+    REQUIRED_VARS,
+    ROOT,
+    LoadedBundle,
+    load_bundle,
+    pipeline_jobs,
+    resolve_target,
+)
 
 TARGETS = ("dev", "prod")
 JOB_KINDS = ("ingest", "maintenance", "continuous")
@@ -38,7 +45,10 @@ def bundle() -> LoadedBundle:
 
 
 def jobs_of(config: dict[str, Any], pipeline: str) -> dict[str, dict[str, Any]]:
-    return {kind: config["resources"]["jobs"][f"{pipeline}_{kind}"] for kind in JOB_KINDS}
+    """Per kind, the job that runs ``pipeline``, with only its tasks."""
+    found = pipeline_jobs(config["resources"]["jobs"], pipeline)
+    assert set(found) == set(JOB_KINDS), pipeline
+    return {kind: job for kind, (_, job) in found.items()}
 
 
 def job_cluster(variables: dict[str, Any]) -> dict[str, Any]:
@@ -90,7 +100,7 @@ def test_serverless_scheduled_jobs_install_the_wheel_through_their_environment(
         assert all(t.environment_key == "deltasink" for t in parsed.tasks)
     # The dependency is the wheel the bundle builds (the CLI uploads it and rewrites the path).
     artifact = config["artifacts"]["default"]
-    origin = bundle.origin[("jobs", f"{SERVERLESS}_ingest")].parent
+    origin = bundle.origin[("jobs", "ingest_every_5m_serverless")].parent
     assert (origin / WHEEL_DEPENDENCY).resolve() == (ROOT / artifact["path"]).resolve() / WHEEL
 
 
@@ -135,9 +145,20 @@ def test_compute_changes_only_where_the_jobs_run() -> None:
                                 for t in job["tasks"]]}
                 for key, job in jobs.items()}
 
-    serverless_jobs = generator.pipeline_jobs(pipeline)
-    classic_jobs = generator.pipeline_jobs(classic)
-    assert without_compute(serverless_jobs) == without_compute(classic_jobs)
+    serverless_jobs = generator.bundle_jobs([pipeline])
+    classic_jobs = generator.bundle_jobs([classic])
+    # The compute is part of the group, so of the scheduled jobs' keys (and tags).
+    assert set(serverless_jobs) == {"ingest_every_5m_serverless",
+                                    "maintenance_daily_0400_serverless", "order_lines_continuous"}
+    assert set(classic_jobs) == {"ingest_every_5m", "maintenance_daily_0400",
+                                 "order_lines_continuous"}
+
+    def shapes(jobs: dict[str, dict[str, Any]]) -> list[str]:
+        """Each job without its compute, its group tag and its key, in a comparable order."""
+        return sorted(json.dumps({**job, "tags": {**job["tags"], "group": None}}, sort_keys=True)
+                      for job in without_compute(jobs).values())
+
+    assert shapes(serverless_jobs) == shapes(classic_jobs)
     assert serverless_jobs[f"{SERVERLESS}_continuous"] == classic_jobs[f"{SERVERLESS}_continuous"]
     assert serverless_jobs != classic_jobs
 

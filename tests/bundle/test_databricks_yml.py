@@ -30,6 +30,7 @@ from tests.bundle.bundle import (
     LoadedBundle,
     MissingVariables,
     load_bundle,
+    pipeline_jobs,
     python_resources,
     resolve_target,
     unresolved,
@@ -56,7 +57,10 @@ def resolved(bundle: LoadedBundle, target: str) -> dict[str, Any]:
 
 
 def jobs_of(config: dict[str, Any], pipeline: str) -> dict[str, dict[str, Any]]:
-    return {kind: config["resources"]["jobs"][f"{pipeline}_{kind}"] for kind in JOB_KINDS}
+    """Per kind, the job that runs ``pipeline``, with only its tasks."""
+    found = pipeline_jobs(config["resources"]["jobs"], pipeline)
+    assert set(found) == set(JOB_KINDS), pipeline
+    return {kind: job for kind, (_, job) in found.items()}
 
 
 def notebook_tasks(config: dict[str, Any]) -> list[tuple[str, dict[str, Any]]]:
@@ -117,24 +121,34 @@ def test_job_validation_rejects_unknown_fields() -> None:
         Job.from_dict({"name": "x", "max_concurrent_run": 1})  # type: ignore[typeddict-unknown-key]
 
 
+#: The examples' jobs: each is alone in its groups (its own schedules and compute).
+JOB_KEYS = {"orders_bronze": {"ingest": "ingest_default", "maintenance": "maintenance_default",
+                              "continuous": "orders_bronze_continuous"},
+            "order_lines": {"ingest": "ingest_every_5m_serverless",
+                            "maintenance": "maintenance_daily_0400_serverless",
+                            "continuous": "order_lines_continuous"}}
+
+
 @pytest.mark.parametrize("target", TARGETS)
 def test_each_pipeline_config_gets_its_three_jobs_as_valid_jobs_specs(
         bundle: LoadedBundle, target: str) -> None:
     config = resolved(bundle, target)
-    assert set(config["resources"]["jobs"]) == {
-        f"{p}_{kind}" for p in PIPELINES for kind in JOB_KINDS}
+    assert set(config["resources"]["jobs"]) == {k for keys in JOB_KEYS.values()
+                                                for k in keys.values()}
     for key, job in config["resources"]["jobs"].items():
         parsed = Job.from_dict(job)
         assert parsed.max_concurrent_runs == 1, key
         assert parsed.email_notifications is not None, key
         assert parsed.email_notifications.on_failure == ["someone@example.com"], key
     for pipeline in PIPELINES:
-        names = {kind: job["name"] for kind, job in jobs_of(config, pipeline).items()}
+        found = pipeline_jobs(config["resources"]["jobs"], pipeline)
+        assert {kind: key for kind, (key, _) in found.items()} == JOB_KEYS[pipeline]
+        names = {kind: job["name"] for kind, (_, job) in found.items()}
+        # A job of one pipeline keeps the name it had before jobs were grouped.
         assert names == {"ingest": f"deltasink ingest ({pipeline})",
                          "maintenance": f"deltasink maintenance ({pipeline})",
                          "continuous": f"deltasink continuous ingest ({pipeline})"}
-        assert all(j["tags"]["pipeline"] == pipeline
-                   for j in jobs_of(config, pipeline).values())
+        assert found["continuous"][1]["tags"]["pipeline"] == pipeline
 
 
 def test_tasks_pass_their_pipelines_config_file_from_the_workspace(bundle: LoadedBundle) -> None:
@@ -162,11 +176,19 @@ def test_adding_a_pipeline_is_adding_a_config_file(tmp_path: Path) -> None:
 
     jobs = generator.bundle_resources(tmp_path).jobs
 
-    assert set(jobs) == {f"{p}_{k}" for p in (*PIPELINES, "payments") for k in JOB_KINDS}
-    assert jobs["payments_ingest"].as_dict()["name"] == "deltasink ingest (payments)"
-    (task, _) = jobs["payments_ingest"].as_dict()["tasks"]
-    assert task["notebook_task"]["base_parameters"]["config"] == \
+    # Its schedules and compute are orders_bronze's (the variables, a job cluster): it joins
+    # that pipeline's jobs as tasks of its own, and gets its own continuous job.
+    keys = {k for keys in JOB_KEYS.values() for k in keys.values()}
+    assert set(jobs) == keys | {"payments_continuous"}
+    ingest = jobs["ingest_default"].as_dict()
+    assert ingest["name"] == "deltasink ingest (orders_bronze, payments)"
+    tasks = {t["task_key"]: t for t in ingest["tasks"]}
+    assert list(tasks) == ["orders_bronze_ingest", "orders_bronze_validate", "payments_ingest",
+                           "payments_validate"]
+    assert tasks["payments_ingest"]["notebook_task"]["base_parameters"]["config"] == \
         "${workspace.file_path}/notebooks/pipelines.d/payments.yml"
+    assert [t["task_key"] for t in jobs["maintenance_default"].as_dict()["tasks"]] == [
+        "orders_bronze_maintain", "payments_maintain"]
 
 
 def test_an_invalid_pipeline_config_fails_the_bundle_naming_its_file(tmp_path: Path) -> None:
@@ -264,8 +286,9 @@ def test_ingest_job_runs_ingest_then_validate_on_a_schedule_with_retries(
 ) -> None:
     job = jobs_of(resolved(bundle, "dev"), pipeline)["ingest"]
     ingest, validate = job["tasks"]
-    assert ingest["task_key"] == "ingest" and "depends_on" not in ingest
-    assert validate["depends_on"] == [{"task_key": "ingest"}]
+    assert ingest["task_key"] == f"{pipeline}_ingest" and "depends_on" not in ingest
+    assert validate["task_key"] == f"{pipeline}_validate"
+    assert validate["depends_on"] == [{"task_key": f"{pipeline}_ingest"}]
     assert Path(ingest["notebook_task"]["notebook_path"]).name == "ingest.py"
     assert Path(validate["notebook_task"]["notebook_path"]).name == "validate.py"
     assert ingest["notebook_task"]["base_parameters"]["trigger"] == "available-now"
@@ -273,10 +296,10 @@ def test_ingest_job_runs_ingest_then_validate_on_a_schedule_with_retries(
     assert validate["max_retries"] == 0, "a quality failure must not be retried"
     # The validate task reads the run id that jobs.ingest publishes as a task value.
     assert validate["notebook_task"]["base_parameters"]["run_id"] == \
-        "{{tasks.ingest.values.run_id}}"
+        f"{{{{tasks.{pipeline}_ingest.values.run_id}}}}"
     assert job["timeout_seconds"] > 0 and all(t["timeout_seconds"] > 0 for t in job["tasks"])
     assert len(job["schedule"]["quartz_cron_expression"].split()) in (6, 7)
-    raw = bundle.config["resources"]["jobs"][f"{pipeline}_ingest"]["schedule"]
+    raw = bundle.config["resources"]["jobs"][JOB_KEYS[pipeline]["ingest"]]["schedule"]
     assert raw["pause_status"] == "${var.schedule_pause_status}"
 
 
@@ -308,12 +331,12 @@ def test_thresholds_come_from_the_config_else_the_bundle_variables(bundle: Loade
                                                   float(variables["max_staleness"]))),
                                ("order_lines", (50_000, 1800.0))):
         validate = next(t for t in jobs_of(prod, pipeline)["ingest"]["tasks"]
-                        if t["task_key"] == "validate")
+                        if t["task_key"].endswith("_validate"))
         quality = built(validate).quality
         assert (quality.max_lag_records, quality.max_staleness) == expected, pipeline
     # A widget left empty keeps the config's value; a set one replaces it.
     lines = next(t for t in jobs_of(prod, "order_lines")["ingest"]["tasks"]
-                 if t["task_key"] == "validate")
+                 if t["task_key"].endswith("_validate"))
     assert lines["notebook_task"]["base_parameters"]["max_lag_records"] == ""
     params = {**lines["notebook_task"]["base_parameters"], "max_staleness": "1h"}
     assert built({"notebook_task": {"base_parameters": params}}).quality.max_staleness == 3600
@@ -406,8 +429,8 @@ databricks:
         read.append((scope, key))
         return jaas
 
-    (task, _) = generator.pipeline_jobs(generator.pipeline_configs(tmp_path)[0])[
-        "paid_ingest"]["tasks"]
+    (task, _) = generator.bundle_jobs(generator.pipeline_configs(tmp_path))[
+        "ingest_default"]["tasks"]
     generated = task["notebook_task"]["base_parameters"]
     # Local placement; the bundle variables (unresolved here) left empty.
     params = {**{k: "" if "${" in v else v for k, v in generated.items()},
