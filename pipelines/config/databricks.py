@@ -21,6 +21,13 @@ as before: serverless compute is a different runtime (Spark Connect, ANSI SQL on
 network (Databricks' own, where a broker inside the workspace's VPC may not be reachable), so
 moving to it is a choice made per pipeline, in one line.
 
+``group`` says which scheduled jobs the pipeline runs in. Left out, pipelines with the same
+schedule, pause status and compute share one ingest and one maintenance job (one task chain per
+pipeline, one cluster or serverless environment: one cold start for all of them). A name puts the
+pipeline in the jobs ``<group>_ingest`` / ``<group>_maintenance`` with every config naming it;
+naming it after the pipeline gives the pipeline jobs and a cluster of its own, under the keys it
+had before jobs were grouped (see :mod:`pipelines.bundle_groups`).
+
 ``secrets`` maps a config override's environment-variable name (see
 :mod:`pipelines.config.env`) to the key holding its value in the scope, so a secret is named
 exactly as it is locally::
@@ -69,10 +76,10 @@ class DatabricksConfig(BaseModel):
     continuous_pause_status: PauseStatus | None = None
     """Of the continuous ingest job; default ``var.continuous_pause_status``."""
     group: str | None = None
-    """The scheduled jobs this pipeline runs in, as a task: left out, those of every pipeline
-    with the same schedule, pause status and compute (one shared cluster or environment); a
-    name (``[A-Za-z0-9_]``), those of the configs naming it, alone if none other does (its
-    own cluster: name it after the pipeline to keep ``<pipeline>_ingest``)."""
+    """The scheduled jobs this pipeline's tasks run in. Left out: those shared by every pipeline
+    with the same schedule, pause status and compute. A name (letters, digits, ``_``): the jobs
+    ``<group>_ingest`` / ``<group>_maintenance`` of the configs naming it, on their own cluster
+    (the pipeline's name keeps it alone, under its pre-grouping job keys)."""
     secret_scope: str | None = None
     """The scope ``secrets`` are read from; default ``var.secret_scope``."""
     secrets: Mapping[str, str] = Field(default_factory=dict)
