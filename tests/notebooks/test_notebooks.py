@@ -70,8 +70,9 @@ def local_bundle(root: Path, topics: dict[str, str]) -> Path:
 def generated_params(pipeline: str, job: str, task: str) -> dict[str, str]:
     """The base_parameters the bundle gives a task (dev target, variable defaults)."""
     config = resolve_target(load_bundle(), "dev", REQUIRED_VARS)
-    (found,) = [t for t in config["resources"]["jobs"][f"{pipeline}_{job}"]["tasks"]
-                if t["task_key"] == task]
+    # Jobs are grouped (one per schedule and compute): a pipeline's task is <pipeline>_<task>.
+    (found,) = [t for j in config["resources"]["jobs"].values() for t in j["tasks"]
+                if t["task_key"] == f"{pipeline}_{task}"]
     return dict(found["notebook_task"]["base_parameters"])
 
 
