@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from pipelines.config.model import SourceConfig
-from pipelines.errors import BrokerError, ConfigError
+from pipelines.errors import BrokerError, OwnClientUnavailable
 from pipelines.kafka import admin, identity, topics
 from pipelines.kafka.broker import EmbeddedBroker
 from pipelines.kafka.produce import produce_events
@@ -82,12 +82,15 @@ def test_deleted_offsets_and_identity(broker: EmbeddedBroker, lake: Path) -> Non
     assert now.cluster_id and len(now.topic_ids["admin-ids"]) == 22  # a base64 Kafka Uuid
 
 
-def test_a_java_only_login_class_is_one_line_config_error(
+def test_a_java_only_login_class_is_a_named_gap_not_a_refusal(
         broker: EmbeddedBroker, lake: Path) -> None:
+    """The own client cannot load a Java class: the start-up check says why, and asks nothing
+    (the run then reads with Spark's source alone; tests/pipelines/kafka/test_logins.py)."""
     source = make_config(lake, broker.bootstrap_servers, "admin-bad", source={
-        "options": {"sasl.login.callback.handler.class": "com.example.NoSuchHandler"}}).source
-    with pytest.raises(ConfigError) as caught:
-        topics.list_partitions(None, source)
-    message = str(caught.value)
-    assert "sasl.login.callback.handler.class" in message and "Java login" in message
-    assert "\n" not in message
+        "options": {"security.protocol": "SASL_PLAINTEXT", "sasl.mechanism": "OAUTHBEARER",
+                    "sasl.login.callback.handler.class": "com.example.NoSuchHandler"}}).source
+    now = topics.inspect_source(None, source, timeout=5.0)  # type: ignore[arg-type]
+    assert now.gap == "OAUTHBEARER through the Java class NoSuchHandler"
+    assert now.partitions == {} and now.identity.topic_ids == {}
+    with pytest.raises(OwnClientUnavailable, match="NoSuchHandler"):
+        topics.list_partitions(None, source)  # type: ignore[arg-type]
