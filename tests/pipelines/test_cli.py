@@ -10,8 +10,10 @@ import uuid
 from pathlib import Path
 
 import pytest
+from pyspark.sql import SparkSession
 
 from pipelines import failures
+from pipelines.cli import main
 from pipelines.config import env
 from pipelines.config.loader import load_config
 from pipelines.kafka.broker import EmbeddedBroker, free_port_pair
@@ -34,25 +36,37 @@ def one_line_error(done: subprocess.CompletedProcess[str]) -> str:
     return lines[0]
 
 
-@pytest.mark.slow
 def test_the_whole_cli_from_a_minimal_config_in_another_directory(
-        broker: EmbeddedBroker, tmp_path: Path, request: pytest.FixtureRequest) -> None:
+        spark: SparkSession, broker: EmbeddedBroker, tmp_path: Path,
+        monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
     """init, run, validate, status, report from a config holding only the required keys, run
-    from an unrelated working directory with every process setting set."""
+    from an unrelated working directory with every process setting set.
+
+    ``init`` and ``run`` are real processes (the suite's one end-to-end CLI run, cold JVM
+    included); ``validate``, ``status`` and ``report`` call the same ``main()`` in this process,
+    from the same directory and environment, on the session's SparkSession.
+    """
     conf, work = tmp_path / "conf", tmp_path / "work"
     work.mkdir()
     topic = f"cli-{uuid.uuid4().hex[:8]}"
     driver_log = tmp_path / "logs" / "driver.log"
-    environ = {**os.environ, env.SPARK_LOG: str(driver_log),
-               env.SPARK_LOG_LEVEL: "WARN", env.M2: str(jvm.m2_repository()),
-               env.JVM_CACHE: str(jvm.cache_dir()), env.CHAOS_SEED: "7",
-               "DELTASINK_NOT_A_SETTING": "x"}
+    settings = {env.SPARK_LOG: str(driver_log), env.SPARK_LOG_LEVEL: "WARN",
+                env.M2: str(jvm.m2_repository()), env.JVM_CACHE: str(jvm.cache_dir()),
+                env.CHAOS_SEED: "7", "DELTASINK_NOT_A_SETTING": "x"}
+    environ = {**os.environ, **settings}
     fault = "before_target_commit@999999"  # DELTASINK_FAULT set, at a batch that never comes
 
     def cli_run(*args: str) -> subprocess.CompletedProcess[str]:
         done = runner.deltasink(*args, env=environ, fault=fault, cwd=work, timeout=600)
         assert "Traceback" not in done.stderr, done.stderr[-3000:]
         return done
+
+    def cli_main(*args: str) -> tuple[int, str, str]:
+        capsys.readouterr()
+        code = main(list(args))
+        out, err = capsys.readouterr()
+        assert "Traceback" not in err, err[-3000:]
+        return code, out, err
 
     made = cli_run("init", "--topic", topic, "--bootstrap-servers", broker.bootstrap_servers,
                    "--target", "../conf/lake/orders", "--out", "../conf/orders.yml")
@@ -68,14 +82,19 @@ def test_the_whole_cli_from_a_minimal_config_in_another_directory(
     timings = parse_line(ran.stdout.strip().splitlines()[-1])  # the run ends with its phases
     assert {"spark", "preflight", "stream", "validate", "total"} <= set(timings), timings
     assert "ignoring environment variable DELTASINK_NOT_A_SETTING" in ran.stderr
-    validated = cli_run("validate", "--config", "../conf/orders.yml", "--full")
-    assert validated.returncode == 0, validated.stdout[-2000:] + validated.stderr[-2000:]
-    status = cli_run("status", "--config", "../conf/orders.yml", "--json")
-    assert status.returncode == 0, status.stderr[-2000:]
-    state = json.loads(status.stdout)
+    assert driver_log.stat().st_size > 0  # DELTASINK_SPARK_LOG was honoured
+
+    monkeypatch.chdir(work)
+    for key, value in {**settings, env.FAULT: fault}.items():
+        monkeypatch.setenv(key, value)
+    code, out, err = cli_main("validate", "--config", "../conf/orders.yml", "--full")
+    assert code == 0, out[-2000:] + err[-2000:]
+    code, out, err = cli_main("status", "--config", "../conf/orders.yml", "--json")
+    assert code == 0, err[-2000:]
+    state = json.loads(out)
     assert state["target_rows"] == 400 and state["quarantine_rows"] == 2 and state["in_sync"]
-    reported = cli_run("report", "--config", "../conf/orders.yml")
-    assert reported.returncode == 0, reported.stderr[-2000:]
+    code, out, err = cli_main("report", "--config", "../conf/orders.yml")
+    assert code == 0, err[-2000:]
 
     # Everything landed next to the config file, defaults included; nothing in the cwd's lake.
     lake = conf / "lake"
@@ -85,8 +104,6 @@ def test_the_whole_cli_from_a_minimal_config_in_another_directory(
     assert (lake / "_quality" / "dashboard.html").is_file()
     assert (lake / "_checkpoints" / topic / "commits").is_dir()  # the name is the topic
     assert not (work / "lake").exists()
-    assert driver_log.stat().st_size > 0  # DELTASINK_SPARK_LOG was honoured
-    spark = request.getfixturevalue("spark")  # only now: one JVM at a time on a small machine
     verdict = check(spark, load_config(config_file, environ={}), sent.event_ids, 2)
     assert verdict.clean, verdict
 
