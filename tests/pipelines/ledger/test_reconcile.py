@@ -161,7 +161,8 @@ def test_restore_while_the_run_is_writing_stops_the_batch_and_reingests_exactly_
     runner.start()
     deadline = time.monotonic() + 600
     while not (pause / "ready-2").exists():
-        assert runner.is_alive() and time.monotonic() < deadline, (outcome, lines)
+        assert runner.is_alive(), ("the run ended before batch 2", outcome, lines)
+        assert time.monotonic() < deadline, ("hung: batch 2 not reached in 600 s", lines)
         time.sleep(0.5)
     # Batches 0 and 1 are in; batch 2 is in flight. An operator rolls back batch 1 by hand.
     history = cfg.target.ref.history(spark).collect()
@@ -170,7 +171,9 @@ def test_restore_while_the_run_is_writing_stops_the_batch_and_reingests_exactly_
     (pause / "go").write_text("")
     runner.join(timeout=600)
 
+    assert not runner.is_alive(), ("hung: the run had not ended 600 s after the RESTORE", lines)
     assert "error" not in outcome, outcome
+    assert "result" in outcome, outcome
     assert any("restored while this run was writing" in line for line in lines), lines
     verdict = check(spark, cfg, sent.event_ids, sum(sent.poison.values()))
     assert verdict.clean, verdict
