@@ -32,14 +32,15 @@ class Profile:
     poison_run: int      # poison pills in a row (bad-input scenario)
     small: int           # events for the scenarios that are not about volume
     rounds: int          # checkpoint deletions between runs
+    outage: tuple[float, float]  # seconds a frozen broker stays frozen (drawn from the seed)
 
 
 SHORT = Profile("short", events=3000, kills=3, points=("during_validation",),
-                batch=700, poison_run=5_000, small=600, rounds=2)
+                batch=700, poison_run=5_000, small=600, rounds=2, outage=(2.0, 5.0))
 LONG = Profile("long", events=50_000, kills=30,
                points=("before_quarantine_commit", "after_quarantine_commit",
                        "before_target_commit", "after_target_commit", "during_validation"),
-               batch=5_000, poison_run=100_000, small=5_000, rounds=5)
+               batch=5_000, poison_run=100_000, small=5_000, rounds=5, outage=(5.0, 20.0))
 
 #: Parametrize a scenario with both profiles.
 PROFILES = [pytest.param(SHORT, marks=pytest.mark.slow, id="short"),
