@@ -27,6 +27,13 @@ def describe_failure(exc: BaseException) -> str:
         java = next((ln[2:] for ln in text.splitlines() if ln.startswith(": ")), None)
         kind, text = "Spark JVM", java or text
     elif module.startswith("pyspark"):
+        from pipelines.runtime.spark import connect_reason, gave_up_on
+
+        gone = gave_up_on()
+        if gone or kind == "RetriesExceeded":
+            # A Connect server that died or stopped answering: name it, not PySpark's class.
+            return (f"the Spark Connect server at {gone or 'spark.remote'} (spark.remote) "
+                    f"stopped answering; gave up retrying ({connect_reason(exc)})")
         kind = f"Spark {kind}"
     elif module.startswith("confluent_kafka") or kind == "KafkaException":
         error_str = getattr(exc.args[0] if exc.args else None, "str", None)  # a KafkaError

@@ -243,24 +243,47 @@ _PROXY_VARS = ("grpc_proxy", "https_proxy", "http_proxy", "GRPC_PROXY", "HTTPS_P
                "HTTP_PROXY")
 
 
+#: Connect endpoints (``host:port``) whose server this process gave up on: later calls to them
+#: fail at once (a run's clean-up calls would otherwise each wait the whole bound again), and
+#: the wait is announced once.
+_GIVEN_UP: set[str] = set()
+_ANNOUNCED: set[str] = set()
+
+
+def _endpoint(url: str) -> str:
+    return redact_url(url).removeprefix("sc://").rstrip("/")
+
+
+def gave_up_on() -> str | None:
+    """The ``sc://`` URL of a Connect server this process stopped retrying, if any."""
+    return next((f"sc://{e}" for e in sorted(_GIVEN_UP)), None)
+
+
 def _bounded_policy(url: str) -> object:
     """PySpark's default Connect retry policy (the same retryable errors), bounded to about a
     minute of waiting, that says once on stderr that it is waiting, and for what.
 
-    Built on first use: :mod:`pyspark.sql.connect` imports grpc, which a classic run never needs.
+    Once a call has waited the whole bound, the server is taken as gone: every later call of
+    this process to it fails at once (see :data:`_GIVEN_UP`). Built on first use:
+    :mod:`pyspark.sql.connect` imports grpc, which a classic run never needs.
     """
     from pyspark.sql.connect.client.retries import DefaultPolicy, RetryPolicyState
 
-    shown = redact_url(url)
+    endpoint = _endpoint(url)
 
     class _SayingState(RetryPolicyState):
         def next_attempt(self) -> int | None:
+            if endpoint in _GIVEN_UP:
+                return None
             wait = super().next_attempt()
-            if wait is not None and wait >= 1000 and not getattr(self, "_said", False):
-                self._said = True
+            if wait is None:
+                _GIVEN_UP.add(endpoint)
+            elif wait >= 1000 and endpoint not in _ANNOUNCED:
+                _ANNOUNCED.add(endpoint)
                 total = (CONNECT_WAIT_RETRIES - 4) * CONNECT_MAX_BACKOFF_MS // 1000 + 4
-                print(f"deltasink: the Spark Connect server at {shown} (spark.remote) does not "
-                      f"answer; retrying for up to {total}s", file=sys.stderr, flush=True)
+                print(f"deltasink: the Spark Connect server at sc://{endpoint} (spark.remote) "
+                      f"does not answer; retrying for up to {total}s", file=sys.stderr,
+                      flush=True)
             return wait
 
     class _BoundedPolicy(DefaultPolicy):
