@@ -57,12 +57,7 @@ def check_locations(spark: SparkSession, config: PipelineConfig) -> list[str]:
     folders["checkpoint"] = config.checkpoint
     if config.quality.enabled:
         folders["quality.docs_dir"] = config.quality.docs_dir
-    seen: dict[str, str] = {}
-    for key, location in folders.items():
-        same = seen.setdefault(os.path.normpath(location), key)
-        if same != key:
-            raise ConfigError(f"{same} and {key} are the same location ({location}); give each "
-                              "its own folder.")
+    _check_apart(folders)
     local = {k: v for k, v in folders.items() if is_local(v)}
     if local and is_connect(spark):
         return [f"preflight: {', '.join(sorted(local))} are paths on the Spark Connect "
@@ -71,6 +66,44 @@ def check_locations(spark: SparkSession, config: PipelineConfig) -> list[str]:
     for key, location in local.items():
         _check_local(key, location, table=key.endswith("path"))
     return []
+
+
+def _comparable(location: str) -> str:
+    """A location as compared with the others: a local path absolute, its symbolic links
+    resolved (two spellings of one folder are one location), ``file:`` URIs as paths."""
+    plain = location
+    for scheme in ("file://", "file:"):
+        if plain.startswith(scheme):
+            plain = plain[len(scheme):]
+            break
+    if is_local(plain):
+        return os.path.realpath(plain)
+    return os.path.normpath(location).rstrip("/")
+
+
+def _check_apart(folders: dict[str, str]) -> None:
+    """No two locations may be one, and nothing may sit inside a table's folder.
+
+    A folder inside a table's folder would be taken for the table's own files: VACUUM of that
+    table deletes every file its log does not list, so the quarantine's data inside the target
+    would be lost. Hidden children (``_checkpoints``, ``.x``) are left alone, as Delta does.
+    """
+    seen: dict[str, str] = {}
+    for key, location in folders.items():
+        same = seen.setdefault(_comparable(location), key)
+        if same != key:
+            raise ConfigError(f"{same} and {key} are the same location ({location}); give each "
+                              "its own folder.")
+    for outer, outer_key in seen.items():
+        if not outer_key.endswith("path"):  # a table's folder
+            continue
+        for inner, inner_key in seen.items():
+            rest = inner[len(outer):].lstrip("/") if inner.startswith(outer + "/") else ""
+            if rest and not rest.startswith(("_", ".")):
+                raise ConfigError(
+                    f"{inner_key} {folders[inner_key]} is inside {outer_key} "
+                    f"{folders[outer_key]}: a VACUUM of that table would delete its files; "
+                    "give each its own folder.")
 
 
 def _check_local(key: str, location: str, *, table: bool) -> None:
@@ -87,6 +120,14 @@ def _check_local(key: str, location: str, *, table: bool) -> None:
     if not os.access(folder, os.W_OK | os.X_OK):
         raise ConfigError(f"{key} {location} cannot be created: {folder} is not writable. "
                           f"Fix its permissions or point {key} elsewhere.")
+    # Where an existing table or checkpoint writes next: its folder may be writable and these
+    # not (a restore as another user, a read-only copy); the run would fail at its first commit.
+    inner = ("_delta_log",) if table else ("offsets", "commits")
+    for name in inner:
+        below = path / name
+        if below.is_dir() and not os.access(below, os.W_OK | os.X_OK):
+            raise ConfigError(f"{key} {location}: its {name} folder is not writable. Fix its "
+                              f"permissions or point {key} elsewhere.")
 
 
 def _check_schema(spark: SparkSession, key: str, name: str) -> None:

@@ -34,10 +34,10 @@ def query_id(spark: SparkSession, location: str) -> str:
     Raises:
         CheckpointError: the checkpoint has no readable metadata yet.
     """
-    text = Store(spark).read_text(_join(location, "metadata"))
     try:
+        text = Store(spark).read_text(_join(location, "metadata"))
         return str(json.loads((text or "").strip().splitlines()[0])["id"])
-    except (IndexError, KeyError, ValueError):
+    except (IndexError, KeyError, ValueError, TypeError):
         raise CheckpointError(f"checkpoint {location} has no readable metadata file") from None
 
 
@@ -67,23 +67,57 @@ def planned_offsets(spark: SparkSession, location: str, batch_id: int) -> Offset
         offsets = json.loads(text.splitlines()[2])
         return {t: {int(p): int(o) for p, o in ps.items()} for t, ps in offsets.items()}
     except (IndexError, ValueError, AttributeError):
-        raise CheckpointError(
-            f"checkpoint {location} is damaged: {file} is truncated or unreadable. "
-            f"Delete the folder {location} and run again: deltasink resumes from the offsets "
-            "recorded in the target table, losing and duplicating nothing.") from None
+        raise _damaged(location, file) from None
 
 
 def latest_offsets(spark: SparkSession, location: str) -> tuple[int, Offsets] | None:
     """The newest planned batch id and its end offsets per topic and partition.
 
+    Also checks what Spark reads next to them when it restarts the query: the ``metadata``
+    file (the query id, which Spark would silently replace if the file were missing) and the
+    newest ``commits/<batchId>`` file (:func:`_check_commit`).
+
     Raises:
-        CheckpointError: the newest offsets file is truncated or unreadable.
+        CheckpointError: the newest offsets file, the newest commit file or the metadata file
+            is truncated or unreadable.
     """
     ids = _batch_ids(spark, _join(location, "offsets"))
     if not ids:
         return None
     planned = planned_offsets(spark, location, ids[-1])
+    try:
+        query_id(spark, location)
+    except Exception:  # unreadable, or a ChecksumException: it no longer matches its .crc
+        raise _damaged(location, _join(location, "metadata")) from None
+    committed = latest_committed_batch(spark, location)
+    if committed is not None:
+        _check_commit(spark, location, committed)
     return (ids[-1], planned) if planned is not None else None
+
+
+def _check_commit(spark: SparkSession, location: str, batch_id: int) -> None:
+    """A ``commits/<batchId>`` file reads as Spark writes it: a ``v<n>`` line, then a JSON
+    object (``{"nextBatchWatermarkMs":0}``).
+
+    Raises:
+        CheckpointError: it does not (cut short by a crash or a full disk, overwritten).
+    """
+    file = _join(location, "commits", str(batch_id))
+    try:
+        lines = (Store(spark).read_text(file) or "").splitlines()
+        intact = (len(lines) >= 2 and lines[0][:1] == "v" and lines[0][1:].isdigit()
+                  and isinstance(json.loads(lines[1]), dict))
+    except Exception:  # a ChecksumException, bad JSON
+        intact = False
+    if not intact:
+        raise _damaged(location, file)
+
+
+def _damaged(location: str, file: str) -> CheckpointError:
+    return CheckpointError(
+        f"checkpoint {location} is damaged: {file} is truncated or unreadable. "
+        f"Delete the folder {location} and run again: deltasink resumes from the offsets "
+        "recorded in the target table, losing and duplicating nothing.")
 
 
 def latest_committed_batch(spark: SparkSession, location: str) -> int | None:
