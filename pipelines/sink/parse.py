@@ -9,7 +9,21 @@ of :mod:`pipelines.sink.avro`) · then, per schema field: ``missing:<f>`` (absen
 ``bad_type:<f>``, ``out_of_range:<f>``, ``empty:<f>``, ``too_long:<f>``, ``not_allowed:<f>``,
 ``bad_timestamp:<f>`` (unparseable, no zone, or a UTC year outside 1000..9999), ``bad_date:<f>``,
 ``bad_item:<f>`` (see :mod:`pipelines.sink.fields`) · ``missing:kafka.key`` (a schema keyed on
-the Kafka key, a record without one).
+the Kafka key, a record without one) · ``invalid_utf8:kafka.key`` (such a key that is not UTF-8
+text) · ``invalid_utf8:<column>`` (a header the schema keeps as a column, not UTF-8 text).
+
+Odd but decided inputs (issue 33), each tested in ``tests/pipelines/test_bad_inputs.py``:
+
+* **A UTF-8 byte order mark** before the JSON is skipped: the record is valid (RFC 8259 lets a
+  parser ignore it; Windows tools write it). ``raw_value`` keeps the bytes as sent.
+* **Duplicate keys** in one JSON object (``{"event_id": "a", "event_id": "b"}``) are
+  ``invalid_json``: which value the producer meant is unknowable, and picking one would land an
+  event under an id nobody may have sent. Spark's JSON parser refuses them.
+* **NaN, Infinity, -Infinity** are not JSON (RFC 8259): ``invalid_json``, wherever they appear.
+* **A Kafka key or kept header that is not UTF-8**: quarantined with ``invalid_utf8:...``, not
+  landed with its bytes mangled into a string (two different keys could then dedup as one).
+  Headers the schema does not keep, and keys of a schema not keyed on ``kafka.key``, are not
+  read, so their bytes do not matter.
 """
 
 from __future__ import annotations
@@ -22,6 +36,8 @@ from pipelines.sink import fields
 from pipelines.sink.avro import WriterSchemas
 from schemas.base import KAFKA_KEY, KAFKA_KEY_COLUMN, KAFKA_TIMESTAMP, EventSchema, FieldSpec
 
+#: The byte order mark, as text: skipped before a JSON value.
+BOM = "\ufeff"
 _V = "_variant"
 _AVRO = "_avro_json"
 INGESTED_AT = "ingested_at"
@@ -45,12 +61,17 @@ def _once_per_row(expr: Column) -> Column:
     return F.when(F.spark_partition_id() >= F.lit(0), expr)
 
 
+def _header_bytes(raw: DataFrame, name: str) -> Column:
+    """The bytes of Kafka header ``name`` (the first one if repeated), or null."""
+    if "headers" not in raw.columns:  # a redrive: quarantine rows keep no headers
+        return F.lit(None).cast("binary")
+    match = F.filter(F.col("headers"), lambda h: h["key"] == F.lit(name))
+    return F.get(match, 0)["value"]
+
+
 def _header(raw: DataFrame, name: str) -> Column:
     """The value of Kafka header ``name`` as UTF-8 text (the first one if repeated), or null."""
-    if "headers" not in raw.columns:  # a redrive: quarantine rows keep no headers
-        return F.lit(None).cast("string")
-    match = F.filter(F.col("headers"), lambda h: h["key"] == F.lit(name))
-    return F.get(match, 0)["value"].cast("string")
+    return _header_bytes(raw, name).cast("string")
 
 
 def classify(raw: DataFrame, schema: EventSchema, max_record_bytes: int,
@@ -75,12 +96,13 @@ def classify(raw: DataFrame, schema: EventSchema, max_record_bytes: int,
         (value.isNull(), "tombstone"), (~size_ok, "oversized")]
     if avro is None:
         utf8 = F.is_valid_utf8(value)
+        text = F.ltrim(value.cast("string"), F.lit(BOM))  # a leading byte order mark
         parsed = raw.withColumn(_V, _once_per_row(F.when(
-            value.isNotNull() & size_ok & utf8, F.try_parse_json(value.cast("string")))))
+            value.isNotNull() & size_ok & utf8, F.try_parse_json(text))))
         envelope += [
             (~utf8, "invalid_utf8"),
             (F.col(_V).isNull(), "invalid_json"),
-            (~F.startswith(F.ltrim(value.cast("string")), F.lit("{")), "not_an_object"),
+            (~F.startswith(F.ltrim(text), F.lit("{")), "not_an_object"),
         ]
     else:  # decoded once per row to JSON text, then read like a JSON value
         parsed = raw.withColumn(_AVRO, _once_per_row(F.when(
@@ -92,6 +114,10 @@ def classify(raw: DataFrame, schema: EventSchema, max_record_bytes: int,
                          for c in fields.checks(spec, _field_variant(spec), spec.name)]
     if KAFKA_KEY in schema.keys:
         checks.append((F.col("key").isNull(), f"missing:{KAFKA_KEY}"))
+        checks.append((~F.is_valid_utf8(F.col("key")), f"invalid_utf8:{KAFKA_KEY}"))
+    for column, header in schema.headers:
+        sent = _header_bytes(raw, header)
+        checks.append((sent.isNotNull() & ~F.is_valid_utf8(sent), f"invalid_utf8:{column}"))
     reason = F.coalesce(*[F.when(cond, F.lit(text) if isinstance(text, str) else text)
                           for cond, text in checks])
     event_time = F.col("timestamp") if schema.time_field == KAFKA_TIMESTAMP else \
