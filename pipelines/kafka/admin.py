@@ -31,7 +31,7 @@ from pipelines.kafka.source import client_options
 _AUTH = ("_AUTHENTICATION", "SASL_AUTHENTICATION_FAILED", "TOPIC_AUTHORIZATION_FAILED",
          "CLUSTER_AUTHORIZATION_FAILED", "_SSL", "ILLEGAL_SASL_STATE",
          "UNSUPPORTED_SASL_MECHANISM")
-_NO_PROVIDER = re.compile(r"No provider for SASL mechanism (\S+)")
+_NO_PROVIDER = re.compile(r"No provider for SASL mechanism ([\w-]+)")
 _UNKNOWN_PROPERTY = re.compile(r'No such configuration property: "([^"]+)"')
 
 
