@@ -67,3 +67,15 @@ def lake(tmp_path: Path) -> Path:
     folder = tmp_path / "lake"
     folder.mkdir()
     return folder
+
+
+#: Fixtures that start a JVM or a broker (the session's Spark driver, the Kafka broker, a Spark
+#: Connect server). A test that uses one, directly or through another fixture, is marked
+#: ``slow``: ``pytest -m "not slow"`` is the quick loop of tests that need neither.
+JVM_FIXTURES = frozenset({"spark", "broker", "connect_server", "own_broker", "sasl_broker"})
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    for item in items:
+        if JVM_FIXTURES & set(getattr(item, "fixturenames", ())):
+            item.add_marker(pytest.mark.slow)
