@@ -30,6 +30,7 @@ from tests.support.checker import check
 from tests.support.checkpoint_files import roll_back
 from tests.support.clicks import DECLARED, V1, click, wire
 from tests.support.configs import write_config
+from tests.support.crashes import assert_killed_over_connect_after_the_target_commit_of_batch_1
 from tests.support.registry import running_registry
 
 pytestmark = pytest.mark.slow
@@ -124,11 +125,11 @@ def test_an_upsert_pipeline_over_spark_connect_keeps_one_row_per_key(
                         target={"mode": "upsert", "dedup_window": "0d"})
     sent = produce_events(broker.bootstrap_servers, topic, 700, duplicate_rate=0.2,
                           poison_rate=0.01, seed=37)
-    killed = runner.run(path, fault="after_target_commit@1")
-    assert killed.returncode != 0
-    _ok(runner.run(path, validate=True))
     spark: SparkSession = request.getfixturevalue("spark")
     cfg = load_config(path, environ={})
+    killed = runner.run(path, fault="after_target_commit@1")
+    assert_killed_over_connect_after_the_target_commit_of_batch_1(spark, cfg, killed)
+    _ok(runner.run(path, validate=True))
     got = check(spark, cfg, sent.event_ids, sum(sent.poison.values()))
     assert got.clean, got
 
