@@ -5,7 +5,7 @@ PY     := $(VENV)/bin/python
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.install.stamp
 
-.PHONY: install demo test lint typecheck unit chaos bench bench-memory docs docs-serve clean
+.PHONY: install demo test lint typecheck chaos bench bench-memory docs docs-serve clean
 
 install: $(STAMP)
 
