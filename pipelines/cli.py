@@ -4,8 +4,11 @@ from __future__ import annotations
 
 import argparse
 import logging
+import signal
 import sys
-from collections.abc import Callable, Sequence
+import threading
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 
 from pipelines import __version__
 from pipelines.commands import (
@@ -24,10 +27,12 @@ from pipelines.commands import (
     cmd_validate,
 )
 from pipelines.errors import ConfigError, DeltasinkError, QualityError, SchemaError
-from pipelines.failures import describe_failure, report_failure
+from pipelines.failures import SIGNALS, describe_failure, note_signal, report_failure
 
 EPILOG = """\
-exit codes: 0 success, 1 failure, 2 bad config or usage, 3 a data-quality check failed.
+exit codes: 0 success, 1 failure, 2 bad config or usage, 3 a data-quality check failed,
+130 interrupted (Ctrl-C), 143 terminated (SIGTERM): a run stops (after its current batch
+when it can) and the next run continues from there; a continuous run stopped so exits 0.
 errors are one line (no traceback); --debug prints the traceback too.
 config: a YAML file (`deltasink init` writes one; every key: the docs' configuration reference);
 DELTASINK_<SECTION>__<KEY> environment variables override keys, e.g.
@@ -152,8 +157,74 @@ def main(argv: Sequence[str] | None = None) -> int:
     def fail(exc: BaseException, code: int, line: str) -> int:
         return report_failure(exc, code, line, debug=debug, known=getattr(args, "secrets", ()))
 
+    if not debug:  # Py4J logs a traceback (on the root logger) when a call breaks; the
+        _quiet_py4j()  # exception it raises then says it in one line
+    SIGNALS.clear()
+    with _stop_on_signals():
+        code = _dispatch(args, fail, debug)
+    continuous = getattr(args, "trigger", None) == "continuous"
+    if SIGNALS and code == 0 and not continuous:  # stopped early: not a success
+        print(_stopped_line(SIGNALS[0]), file=sys.stderr, flush=True)
+        return 128 + SIGNALS[0]
+    return code
+
+
+class _NotPy4J(logging.Filter):
+    """Drops the records Py4J logs through the root logger (``logging.exception(...)``)."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return "py4j" not in record.pathname
+
+
+def _quiet_py4j() -> None:
+    root = logging.getLogger()
+    if not any(isinstance(f, _NotPy4J) for f in root.filters):
+        root.addFilter(_NotPy4J())
+
+
+def _stopped_line(signum: int) -> str:
+    name = signal.Signals(signum).name
+    return (f"{'interrupted' if name == 'SIGINT' else 'terminated'} ({name}): stopped; the "
+            "next run continues where this one stopped")
+
+
+@contextmanager
+def _stop_on_signals() -> Iterator[None]:
+    """SIGTERM (a scheduler cancelling the job) stops a command as Ctrl-C does; both are noted
+    in :data:`pipelines.failures.SIGNALS`. Only in the main thread, and undone on the way out
+    (``main`` may run in-process, in a test)."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def handler(signum: int, _frame: object) -> None:
+        note_signal(signum)
+        raise KeyboardInterrupt
+
+    previous = {sig: signal.signal(sig, handler) for sig in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        yield
+    finally:
+        for sig, old in previous.items():
+            signal.signal(sig, old)
+
+
+def _dispatch(args: argparse.Namespace, fail: Callable[[BaseException, int, str], int],
+              debug: bool) -> int:
+    """Run the command; every exception becomes one line and an exit code. After a stop signal,
+    a failure it caused (a Spark call it broke) is the interrupt: 128 + the signal."""
     try:
         return int(args.func(args))
+    except (Exception, KeyboardInterrupt) as exc:
+        if SIGNALS and not isinstance(exc, ConfigError | SchemaError | QualityError):
+            return fail(exc, 128 + SIGNALS[0], _stopped_line(SIGNALS[0]))
+        return _one_line(exc, fail, debug)
+
+
+def _one_line(exc: BaseException, fail: Callable[[BaseException, int, str], int],
+              debug: bool) -> int:
+    try:
+        raise exc
     except (ConfigError, SchemaError) as exc:
         return fail(exc, 2, f"error: {exc}")
     except QualityError as exc:

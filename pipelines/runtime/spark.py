@@ -225,6 +225,7 @@ def get_spark(
     builder = configure_spark_with_delta_pip(builder, extra_packages=list(jvm.SPARK_PACKAGES))
     with _jvm_output_to(jvm_log_path()):
         spark = builder.getOrCreate()
+    _note_interrupts()
     spark.sparkContext.setLogLevel(env.setting(env.SPARK_LOG_LEVEL) or "ERROR")
     return spark
 
@@ -345,6 +346,28 @@ def check_remote(url: str) -> tuple[str, int]:
             f"spark.remote {shown}: cannot reach the Spark Connect server ({why}). Is it "
             "running? (`deltasink connect-server` starts one here)") from None
     return host, port
+
+
+def _note_interrupts() -> None:
+    """Have Ctrl-C noted (:func:`pipelines.failures.note_signal`) before PySpark's own handler
+    runs: that one cancels the Spark jobs and raises ``KeyboardInterrupt`` inside a Py4J call,
+    which then fails as a Py4J error; the CLI reports it as the interrupt it was."""
+    import signal
+    import threading
+
+    from pipelines.failures import note_signal
+
+    current = signal.getsignal(signal.SIGINT)
+    if threading.current_thread() is not threading.main_thread() or not callable(current) \
+            or getattr(current, "_deltasink", False):
+        return
+
+    def noting(signum: int, frame: object) -> None:
+        note_signal(signum)
+        current(signum, frame)  # type: ignore[arg-type]
+
+    noting._deltasink = True  # type: ignore[attr-defined]
+    signal.signal(signal.SIGINT, noting)
 
 
 def _connect(url: str, conf: Mapping[str, str]) -> SparkSession:
