@@ -63,12 +63,6 @@ class SourceNow:
     gap: str | None = None
 
 
-def wait_for_source(spark: SparkSession, source: SourceConfig,
-                    timeout: float) -> dict[str, list[int]]:
-    """The partitions per topic, once the broker answers (see :func:`inspect_source`)."""
-    return inspect_source(spark, source, timeout).partitions
-
-
 def ride_out(call: Callable[[], T], timeout: float) -> T:
     """``call()``, asked again every 2 s while the broker does not answer, up to ``timeout``
     seconds. A broker that refuses the client fails at once: waiting for it cannot help.

@@ -61,7 +61,7 @@ def lag_and_freshness(spark: SparkSession, config: PipelineConfig,
                     f"{seen[1]:%Y-%m-%d %H:%M:%S} UTC ({_age(now, seen[1]):.0f}s ago)"
                     if seen else f"{lag.error}; no batch of the stream recorded its lag yet")
     return {"lag": {"records": lag.records, "describe": describe,
-                    "stream": None if lag.own_client else describe,
+                    "own_client": lag.own_client,
                     "partitions": {f"{t}[{p}]": n for (t, p), n in sorted(lag.partitions.items())}},
             "freshness": {"newest_event_time": event, "newest_kafka_timestamp": kafka,
                           "event_s": _age(now, event), "kafka_s": _age(now, kafka)}}
@@ -102,7 +102,7 @@ def format_status(status: dict[str, Any]) -> list[str]:
                                        "no (the next run replays or resumes; nothing is lost)"))
     if "lag" in status:
         lag = status["lag"]
-        lines.append(f"lag             {lag['describe']}" if lag.get("stream") else
+        lines.append(f"lag             {lag['describe']}" if not lag.get("own_client", True) else
                      f"lag             {lag['describe']} in Kafka not yet in the target")
         fresh = status["freshness"]
         lines.append("freshness       " + (
