@@ -1,7 +1,7 @@
 """Which configured values are secrets, and how they are masked in anything printed.
 
-The ground floor of the house: the CLI's failure printer (``pipelines/failures.py``) and the
-Kafka wing (its one-line broker errors) both mask with it, and it imports nothing above the
+The ground floor of the house: the CLI's failure printer (``pipelines/cli/failures.py``) and
+the Kafka wing (its one-line broker errors) both mask with it, and it imports nothing above the
 config. Masked: the loaded config's Kafka options (but the public ones below), Spark conf values,
 schema-registry credentials, the secret environment overrides, and the credentials inside a
 JAAS config.

@@ -1,10 +1,10 @@
-"""The CLI reference: every subcommand and flag of :func:`pipelines.cli.build_parser`."""
+"""The CLI reference: every subcommand and flag of :func:`pipelines.cli.parser.build_parser`."""
 
 from __future__ import annotations
 
 import argparse
 
-from pipelines.cli import build_parser
+from pipelines.cli.parser import build_parser
 from pipelines.reference.markdown import cell, code, generated_note, table
 
 
@@ -60,7 +60,7 @@ def _rows(parser: argparse.ArgumentParser) -> list[list[str]]:
 def render() -> str:
     """The CLI reference page (Markdown)."""
     parser = build_parser()
-    out = ["# CLI reference\n", generated_note("`pipelines.cli.build_parser()`"),
+    out = ["# CLI reference\n", generated_note("`pipelines.cli.parser.build_parser()`"),
            cell(parser.description or "") + "\n", "```text\n" + parser.format_usage() + "```\n",
            table(["option", "value", "default", "meaning"], _rows(parser)),
            "```text\n" + (parser.epilog or "") + "```\n"]

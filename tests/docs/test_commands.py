@@ -8,7 +8,7 @@ import io
 
 import pytest
 
-from pipelines.cli import build_parser
+from pipelines.cli.parser import build_parser
 from pipelines.reference.cli import flags, subcommands
 from tests.docs.sources import blocks, command_lines, inline_code, markdown_files
 

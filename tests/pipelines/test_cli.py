@@ -12,8 +12,7 @@ from pathlib import Path
 import pytest
 from pyspark.sql import SparkSession
 
-from pipelines import failures
-from pipelines.cli import main
+from pipelines.cli import failures, main
 from pipelines.config import env
 from pipelines.config.loader import load_config
 from pipelines.kafka.broker import EmbeddedBroker, free_port_pair

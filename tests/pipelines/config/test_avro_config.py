@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 import yaml
 
-from pipelines import failures
+from pipelines.cli import failures
 from pipelines.config.loader import load_config
 from pipelines.errors import ConfigError
 

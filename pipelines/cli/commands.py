@@ -1,8 +1,8 @@
 """One function per ``deltasink`` subcommand: load the config, call into the package, print.
 
-Each takes the parsed ``argparse.Namespace`` and returns the exit code; :mod:`pipelines.cli`
-parses the arguments and turns any failure into one line. Imports are local to each command, so
-``deltasink --help`` and ``deltasink init`` never start Spark.
+Each takes the parsed ``argparse.Namespace`` and returns the exit code;
+:mod:`pipelines.cli.parser` parses the arguments and turns any failure into one line. Imports are
+local to each command, so ``deltasink --help`` and ``deltasink init`` never start Spark.
 """
 
 from __future__ import annotations
@@ -12,8 +12,8 @@ import json
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from pipelines.cli.failures import secret_values
 from pipelines.errors import ConfigError
-from pipelines.failures import secret_values
 
 if TYPE_CHECKING:
     from pipelines.config.model import PipelineConfig

@@ -11,7 +11,7 @@ from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 
 from pipelines import __version__
-from pipelines.commands import (
+from pipelines.cli.commands import (
     cmd_broker,
     cmd_connect_server,
     cmd_demo,
@@ -26,8 +26,8 @@ from pipelines.commands import (
     cmd_status,
     cmd_validate,
 )
+from pipelines.cli.failures import SIGNALS, describe_failure, note_signal, report_failure
 from pipelines.errors import ConfigError, DeltasinkError, QualityError, SchemaError
-from pipelines.failures import SIGNALS, describe_failure, note_signal, report_failure
 
 EPILOG = """\
 exit codes: 0 success, 1 failure, 2 bad config or usage, 3 a data-quality check failed,
@@ -191,7 +191,7 @@ def _stopped_line(signum: int) -> str:
 @contextmanager
 def _stop_on_signals() -> Iterator[None]:
     """SIGTERM (a scheduler cancelling the job) stops a command as Ctrl-C does; both are noted
-    in :data:`pipelines.failures.SIGNALS`. Only in the main thread, and undone on the way out
+    in :data:`pipelines.cli.failures.SIGNALS`. Only in the main thread, and undone on the way out
     (``main`` may run in-process, in a test)."""
     if threading.current_thread() is not threading.main_thread():
         yield
