@@ -9,11 +9,11 @@
 # MAGIC 3. Validate the **whole** target table (uniqueness of `event_id` included); the task fails
 # MAGIC    if any expectation fails.
 # MAGIC
-# MAGIC All logic lives in the `deltasink` wheel (`pipelines.jobs.maintain`).
+# MAGIC All logic lives in the `deltasink` wheel (`pipelines.databricks.jobs.maintain`).
 
 # COMMAND ----------
 
-from pipelines import jobs
+from pipelines.databricks import jobs
 
 dbutils.widgets.text("config", "", "Pipeline config file (workspace path)")
 dbutils.widgets.text("catalog", "", "Unity Catalog catalog (empty: the config's locations)")

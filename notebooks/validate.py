@@ -9,11 +9,11 @@
 # MAGIC `max_staleness` are set. One row per expectation goes to the quality-results table;
 # MAGIC the task **fails** when any expectation fails. `full = true` checks the whole table.
 # MAGIC
-# MAGIC All logic lives in the `deltasink` wheel (`pipelines.jobs.validate`).
+# MAGIC All logic lives in the `deltasink` wheel (`pipelines.databricks.jobs.validate`).
 
 # COMMAND ----------
 
-from pipelines import jobs
+from pipelines.databricks import jobs
 
 dbutils.widgets.text("config", "", "Pipeline config file (workspace path)")
 dbutils.widgets.text("catalog", "", "Unity Catalog catalog (empty: the config's locations)")

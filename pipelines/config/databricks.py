@@ -1,8 +1,8 @@
 """The config's ``databricks:`` section: how the bundle deploys this pipeline's jobs.
 
-A local run ignores the section. The bundle (``pipelines/bundle.py``) reads it for the per-job
-settings, each falling back to the bundle variable of the same purpose when left out, and the
-notebooks read ``secrets`` to fetch the pipeline's secrets from a Databricks secret scope.
+A local run ignores the section. The bundle (``pipelines/databricks/bundle.py``) reads it for the
+per-job settings, each falling back to the bundle variable of the same purpose when left out, and
+the notebooks read ``secrets`` to fetch the pipeline's secrets from a Databricks secret scope.
 
 ``compute`` says what the pipeline's jobs run on (it has no bundle variable: it changes the
 jobs' shape, which the bundle's Python code decides before the CLI fills in variables):
@@ -26,7 +26,7 @@ schedule, pause status and compute share one ingest and one maintenance job (one
 pipeline, one cluster or serverless environment: one cold start for all of them). A name puts the
 pipeline in the jobs ``<group>_ingest`` / ``<group>_maintenance`` with every config naming it;
 naming it after the pipeline gives the pipeline jobs and a cluster of its own, under the keys it
-had before jobs were grouped (see :mod:`pipelines.bundle_groups`).
+had before jobs were grouped (see :mod:`pipelines.databricks.bundle_groups`).
 
 ``secrets`` maps a config override's environment-variable name (see
 :mod:`pipelines.config.env`) to the key holding its value in the scope, so a secret is named

@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 from databricks.bundles.jobs import Job
 
-from pipelines import bundle as generator
+from pipelines.databricks import bundle as generator
 from pipelines.errors import ConfigError
 from tests.bundle.bundle import (
     REQUIRED_VARS,

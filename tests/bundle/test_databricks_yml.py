@@ -1,9 +1,10 @@
 """The Databricks Asset Bundle: resolves for every target, and every job is a valid Jobs spec.
 
 No workspace is reachable here, so ``tests/bundle/bundle.py`` resolves variables and includes the
-way the CLI does and calls the bundle's ``python.resources`` function (``pipelines.bundle``),
-which generates one set of jobs per config in ``notebooks/pipelines.d/``; each job goes through
-``databricks.bundles.jobs.Job.from_dict``, which rejects unknown or mistyped fields.
+way the CLI does and calls the bundle's ``python.resources`` function
+(``pipelines.databricks.bundle``), which generates one set of jobs per config in
+``notebooks/pipelines.d/``; each job goes through ``databricks.bundles.jobs.Job.from_dict``, which
+rejects unknown or mistyped fields.
 """
 
 from __future__ import annotations
@@ -19,8 +20,8 @@ import pytest
 from databricks.bundles.dashboards import Dashboard
 from databricks.bundles.jobs import Job
 
-from pipelines import bundle as generator
-from pipelines import jobs as entry
+from pipelines.databricks import bundle as generator
+from pipelines.databricks import jobs as entry
 from pipelines.errors import ConfigError
 from pipelines.ops.maintenance import MIN_RETAIN_HOURS
 from tests.bundle.bundle import (
@@ -86,7 +87,7 @@ def built(task: dict[str, Any], secrets: Any = None) -> Any:
 
 def test_bundle_is_named_and_generates_its_jobs_in_python(bundle: LoadedBundle) -> None:
     assert bundle.config["bundle"]["name"] == "deltasink"
-    assert bundle.config["python"]["resources"] == ["pipelines.bundle:load_resources"]
+    assert bundle.config["python"]["resources"] == ["pipelines.databricks.bundle:load_resources"]
     assert (ROOT / bundle.config["python"]["venv_path"]).name == ".venv"
     files = set(bundle.origin.values()) - {ROOT / "databricks.yml"}
     assert files == {ROOT / "notebooks" / "resources" / "dashboard.yml"}
@@ -208,7 +209,8 @@ def test_the_cli_reports_an_invalid_config_as_one_error_without_a_traceback(
     shutil.copytree(ROOT / "notebooks", tmp_path / "notebooks")
     # The whole package, as in a real bundle root: the CLI runs load_resources with the bundle
     # root first on sys.path, where a bare schemas/examples folder would shadow the installed
-    # `schemas` package as a namespace package (and `pipelines.bundle` would fail to import).
+    # `schemas` package as a namespace package (and `pipelines.databricks.bundle` would fail to
+    # import).
     shutil.copytree(ROOT / "schemas", tmp_path / "schemas",
                     ignore=shutil.ignore_patterns("__pycache__"))
     (tmp_path / "notebooks" / "pipelines.d" / "bad.yml").write_text(

@@ -18,8 +18,8 @@ from typing import Any
 import pytest
 from databricks.bundles.jobs import Job
 
-from pipelines import bundle as generator
-from pipelines.bundle_groups import cron_slug
+from pipelines.databricks import bundle as generator
+from pipelines.databricks.bundle_groups import cron_slug
 from pipelines.errors import ConfigError
 from tests.bundle.bundle import (
     REQUIRED_VARS,

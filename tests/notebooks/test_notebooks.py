@@ -2,8 +2,8 @@
 
 Each notebook's source is executed cell by cell (as a job task would) against the real embedded
 Kafka broker and Delta tables in a temp lake, with ``spark`` and ``dbutils`` as globals. The
-widgets are the ones the bundle generates for each pipeline (``pipelines/bundle.py``), with the
-config file pointing at a copy of the bundle's ``notebooks/pipelines.d`` (topics renamed) and
+widgets are the ones the bundle generates for each pipeline (``pipelines/databricks/bundle.py``),
+with the config file pointing at a copy of the bundle's ``notebooks/pipelines.d`` (topics renamed) and
 no Unity Catalog placement, so each config's own (temp) locations are used.
 """
 
@@ -25,7 +25,7 @@ import yaml
 from confluent_kafka import Producer
 from pyspark.sql import SparkSession
 
-from pipelines import jobs
+from pipelines.databricks import jobs
 from pipelines.errors import ConfigError, QualityError
 from pipelines.kafka.broker import EmbeddedBroker
 from pipelines.kafka.produce import ProduceSummary, produce_events

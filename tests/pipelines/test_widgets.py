@@ -6,8 +6,8 @@ from typing import Any
 
 import pytest
 
+from pipelines.databricks.widgets import place, read_secrets
 from pipelines.errors import ConfigError
-from pipelines.widgets import place, read_secrets
 
 RAW: dict[str, Any] = {
     "name": "orders", "source": {"topics": ["orders"]}, "checkpoint": "../ck/orders",

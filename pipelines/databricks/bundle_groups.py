@@ -1,10 +1,10 @@
 """Which pipelines share a scheduled job: one job per schedule, pause status and compute.
 
 A scheduled job (ingest, maintenance) runs every pipeline of its group as its own tasks, on the
-job's one compute (:mod:`pipelines.bundle_jobs`). Two pipelines are in the same group when they
-agree on everything the job holds for all of them: the schedule (``databricks.ingest_cron`` or
-``maintenance_cron``, else the bundle variable), the schedule's pause status
-(``databricks.schedule_pause_status``, else the variable) and the compute
+job's one compute (:mod:`pipelines.databricks.bundle_jobs`). Two pipelines are in the same
+group when they agree on everything the job holds for all of them: the schedule
+(``databricks.ingest_cron`` or ``maintenance_cron``, else the bundle variable), the schedule's
+pause status (``databricks.schedule_pause_status``, else the variable) and the compute
 (``databricks.compute``; the job cluster's spec comes from the bundle variables, the same for
 every pipeline). Ingest and maintenance are grouped apart, each by its own schedule.
 
@@ -26,7 +26,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Literal
 
-from pipelines.bundle_jobs import BundlePipeline, set_or
+from pipelines.databricks.bundle_jobs import BundlePipeline, set_or
 from pipelines.errors import ConfigError
 
 #: The scheduled jobs that group pipelines.

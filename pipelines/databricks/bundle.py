@@ -4,8 +4,9 @@
 calls it at ``bundle validate`` / ``deploy`` (from the bundle root, in the project's venv).
 Every ``*.yml`` config in :data:`CONFIG_DIR` (``*.schema.yml`` files there are schemas beside
 them) is loaded and validated as for a local run (a bad config fails the deploy). Pipelines that
-share a schedule and compute share the scheduled jobs (:mod:`pipelines.bundle_groups`), one
-task per pipeline on one job cluster or serverless environment (:mod:`pipelines.bundle_jobs`):
+share a schedule and compute share the scheduled jobs
+(:mod:`pipelines.databricks.bundle_groups`), one task per pipeline on one job cluster or
+serverless environment (:mod:`pipelines.databricks.bundle_jobs`):
 
 * an ingest job per group: per pipeline, available-now ingest, then validation of that run;
 * a maintenance job per group: per pipeline, OPTIMIZE, VACUUM, full-table validation;
@@ -35,10 +36,10 @@ from typing import Any
 from databricks.bundles.core import Bundle, Location, Resources
 from databricks.bundles.jobs import Job
 
-from pipelines import bundle_jobs as jobs_of
-from pipelines.bundle_groups import Kind, groups
-from pipelines.bundle_jobs import BundlePipeline
 from pipelines.config.loader import load_config
+from pipelines.databricks import bundle_jobs as jobs_of
+from pipelines.databricks.bundle_groups import Kind, groups
+from pipelines.databricks.bundle_jobs import BundlePipeline
 from pipelines.errors import ConfigError, DeltasinkError
 
 __all__ = ["CONFIG_DIR", "BundlePipeline", "bundle_jobs", "bundle_resources", "load_resources",
@@ -76,8 +77,9 @@ def pipeline_configs(root: Path) -> list[BundlePipeline]:
 def bundle_jobs(pipelines: Sequence[BundlePipeline]) -> dict[str, dict[str, Any]]:
     """Every job of ``pipelines``, by resource key, as Jobs API dicts with ``${var.*}``.
 
-    One ingest and one maintenance job per group (:func:`pipelines.bundle_groups.groups`), each
-    pipeline its own tasks on the job's shared compute, then one continuous job per pipeline.
+    One ingest and one maintenance job per group
+    (:func:`pipelines.databricks.bundle_groups.groups`), each pipeline its own tasks on the job's
+    shared compute, then one continuous job per pipeline.
     Paths (notebooks, the wheel) are relative to the bundle root.
 
     Raises:

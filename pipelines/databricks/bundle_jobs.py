@@ -1,7 +1,8 @@
 """The bundle's job specs: a scheduled job runs a group of pipelines, one task (chain) each.
 
-:mod:`pipelines.bundle` decides which pipelines share a job (:mod:`pipelines.bundle_groups`);
-this module writes the Jobs API dicts (with ``${var.*}`` references the CLI fills in):
+:mod:`pipelines.databricks.bundle` decides which pipelines share a job
+(:mod:`pipelines.databricks.bundle_groups`); this module writes the Jobs API dicts (with
+``${var.*}`` references the CLI fills in):
 
 * an ingest job: per pipeline a task ``<p>_ingest`` (available-now; retried) and, after it, a
   task ``<p>_validate`` (that run's validation; never retried);

@@ -3,7 +3,7 @@
 Each notebook declares its widgets (the pipeline's config file plus per-target adjustments),
 calls :func:`read_widgets` (failing fast on a missing or empty one), then makes one call:
 :func:`ingest`, :func:`validate` or :func:`maintain`. The widgets and how they build a
-:class:`PipelineConfig` live in :mod:`pipelines.widgets` (re-exported here for
+:class:`PipelineConfig` live in :mod:`pipelines.databricks.widgets` (re-exported here for
 the notebooks), so notebooks hold no logic.
 
 The ingest task records its run's metrics and publishes the run id as a task value; the validate
@@ -19,10 +19,7 @@ from datetime import date
 from typing import TYPE_CHECKING, Any
 
 from pipelines.config.model import PipelineConfig
-from pipelines.errors import ConfigError, QualityError
-from pipelines.runtime.spark import get_spark
-from pipelines.sink.metrics import BatchMetrics, RunResult
-from pipelines.widgets import (
+from pipelines.databricks.widgets import (
     INGEST_WIDGETS,
     MAINTENANCE_WIDGETS,
     VALIDATE_WIDGETS,
@@ -30,6 +27,9 @@ from pipelines.widgets import (
     build_config,
     read_widgets,
 )
+from pipelines.errors import ConfigError, QualityError
+from pipelines.runtime.spark import get_spark
+from pipelines.sink.metrics import BatchMetrics, RunResult
 
 #: What the notebooks use: ``jobs.read_widgets(dbutils.widgets.get, jobs.INGEST_WIDGETS)``.
 __all__ = ["INGEST_WIDGETS", "MAINTENANCE_WIDGETS", "VALIDATE_WIDGETS", "build_config",
