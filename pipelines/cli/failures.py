@@ -15,18 +15,7 @@ from collections.abc import Iterable
 
 from pipelines.config.secrets import PUBLIC_OPTIONS, redact, secret_values
 
-__all__ = ["PUBLIC_OPTIONS", "SIGNALS", "describe_failure", "note_signal", "redact",
-           "report_failure", "secret_values"]
-
-#: The stop signals (SIGINT, SIGTERM) this process received during a command, oldest first:
-#: the CLI's own handler and the one chained before PySpark's Ctrl-C handler note them here, so
-#: a Spark call broken by the interrupt is reported as the interrupt, not as a Spark error.
-SIGNALS: list[int] = []
-
-
-def note_signal(signum: int) -> None:
-    """Record that the stop signal ``signum`` arrived."""
-    SIGNALS.append(signum)
+__all__ = ["PUBLIC_OPTIONS", "describe_failure", "redact", "report_failure", "secret_values"]
 
 
 def describe_failure(exc: BaseException) -> str:

@@ -26,8 +26,9 @@ from pipelines.cli.commands import (
     cmd_status,
     cmd_validate,
 )
-from pipelines.cli.failures import SIGNALS, describe_failure, note_signal, report_failure
+from pipelines.cli.failures import describe_failure, report_failure
 from pipelines.errors import ConfigError, DeltasinkError, QualityError, SchemaError
+from pipelines.runtime.signals import SIGNALS, note_signal
 
 EPILOG = """\
 exit codes: 0 success, 1 failure, 2 bad config or usage, 3 a data-quality check failed,
@@ -191,7 +192,7 @@ def _stopped_line(signum: int) -> str:
 @contextmanager
 def _stop_on_signals() -> Iterator[None]:
     """SIGTERM (a scheduler cancelling the job) stops a command as Ctrl-C does; both are noted
-    in :data:`pipelines.cli.failures.SIGNALS`. Only in the main thread, and undone on the way out
+    in :data:`pipelines.runtime.signals.SIGNALS`. Only in the main thread, and undone on the way out
     (``main`` may run in-process, in a test)."""
     if threading.current_thread() is not threading.main_thread():
         yield

@@ -349,13 +349,13 @@ def check_remote(url: str) -> tuple[str, int]:
 
 
 def _note_interrupts() -> None:
-    """Have Ctrl-C noted (:func:`pipelines.cli.failures.note_signal`) before PySpark's own
+    """Have Ctrl-C noted (:func:`pipelines.runtime.signals.note_signal`) before PySpark's own
     handler runs: that one cancels the Spark jobs and raises ``KeyboardInterrupt`` inside a Py4J
     call, which then fails as a Py4J error; the CLI reports it as the interrupt it was."""
     import signal
     import threading
 
-    from pipelines.cli.failures import note_signal
+    from pipelines.runtime.signals import note_signal
 
     current = signal.getsignal(signal.SIGINT)
     if threading.current_thread() is not threading.main_thread() or not callable(current) \
