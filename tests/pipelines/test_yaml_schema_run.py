@@ -27,7 +27,7 @@ def produce(bootstrap: str, topic: str, values: list[tuple[bytes, str]]) -> None
 
 def run(config: Path, capsys: pytest.CaptureFixture[str]) -> tuple[int, str, str]:
     """``deltasink run --config <config>`` in this process, on the session's SparkSession (a
-    cold process is not what this test is about: tests/pipelines/test_cli.py starts one)."""
+    cold process is not what this test is about: tests/pipelines/cli/test_cli.py starts one)."""
     capsys.readouterr()
     code = main(["run", "--config", str(config)])
     out, err = capsys.readouterr()
