@@ -1,7 +1,7 @@
 """The architecture page's picture: the package's wings and which wings each imports.
 
-A wing is a folder of ``pipelines/`` (``sink/``, ``kafka/``, ...), a module at its top
-(``cli.py``, ``run.py``, ...), or one of the top-level packages ``quality`` and ``schemas``.
+A wing is a folder of ``pipelines/`` (``cli/``, ``sink/``, ...), a module at its top
+(``run.py``, ``tables.py``, ...), or one of the top-level packages ``quality`` and ``schemas``.
 The arrows are read from the imports (``ast``), so the picture is the code's.
 """
 
