@@ -15,8 +15,8 @@ ALLOWED = {
     "pipelines/runtime/spark.py": "the classic session's log4j level",
     "pipelines/sink/materialize.py": "unpersisting a local checkpoint's blocks in classic mode",
     "pipelines/runtime/hadoop.py": "renaming or deleting a folder in classic mode (no Spark API)",
-    "pipelines/failures.py": "naming a Py4J error's module when it is printed",
-    "pipelines/widgets.py": "a comment on dbutils errors",
+    "pipelines/cli/failures.py": "naming a Py4J error's module when it is printed",
+    "pipelines/databricks/widgets.py": "a comment on dbutils errors",
 }
 
 
