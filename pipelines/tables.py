@@ -13,8 +13,8 @@ from typing import Any
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql.types import StructType
 
-from pipelines.runtime.store import Store
 from pipelines.sql import ident
+from pipelines.store import Store
 
 
 def column_ddl(schema: StructType) -> str:

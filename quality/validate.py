@@ -19,8 +19,8 @@ from pyspark.sql import functions as F
 from pipelines.config.model import PipelineConfig
 from pipelines.errors import QualityError
 from pipelines.ledger.deltalog import DeltaLogFiles
-from pipelines.runtime.store import Store
 from pipelines.sink.metrics import RunResult
+from pipelines.store import Store
 from pipelines.tables import TableRef
 from quality.gx_runner import run_suite
 from quality.model import ExpectationOutcome, ValidationReport

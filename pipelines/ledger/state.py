@@ -19,7 +19,7 @@ from pyspark.sql import Row, SparkSession
 
 from pipelines.ledger.deltalog import DeltaLogFiles, LogCommit
 from pipelines.ledger.record import SOURCE_KEY, parse_commit_metadata
-from pipelines.runtime.store import Store
+from pipelines.store import Store
 from pipelines.tables import TableRef
 
 #: The first window of newest versions read from the log (the pipeline's own newest commit is

@@ -8,7 +8,7 @@ from pathlib import Path
 from pyspark.sql import SparkSession
 
 from pipelines.ledger.deltalog import DeltaLogFiles
-from pipelines.runtime.store import Store
+from pipelines.store import Store
 from pipelines.tables import TableRef
 
 FIELDS = ("version", "timestamp", "operation", "operationParameters", "userMetadata")
