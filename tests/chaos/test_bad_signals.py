@@ -1,7 +1,7 @@
 """Ctrl-C (SIGINT) and SIGTERM during a run (issue 33 §3): the run stops with one line and exit
-code 130 or 143 (``pipelines/cli/parser.py``'s EPILOG), no traceback (PySpark's Ctrl-C handler breaks
-the Py4J call it interrupts, and Py4J logged that with a traceback), no JVM left behind, and a
-later run lands everything exactly once.
+code 130 or 143 (``pipelines/cli/parser.py``'s EPILOG), no traceback (PySpark's Ctrl-C
+handler breaks the Py4J call it interrupts, and Py4J logged that with a traceback), no JVM left
+behind, and a later run lands everything exactly once.
 
 Chaos, not ``make test``: each case is a cold ``deltasink`` process (its own driver JVM), which
 is the point: the signal must reach a real process with a real JVM below it.
