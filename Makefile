@@ -29,7 +29,7 @@ typecheck: install
 
 test: lint typecheck
 	bash .ci/ensure-chromium.sh
-	$(BIN)/pytest -m "not chaos and not cluster" -q --durations=15
+	$(BIN)/pytest -m "not chaos and not cluster" -q -n 2 --durations=25
 
 # The docs site (mkdocs-material): --strict fails on a broken link or a missing page. Its
 # reference pages are rendered from the code (docs/hooks.py); tests/docs (in `make test`) builds
@@ -50,6 +50,7 @@ bench: install
 	$(PY) -m bench.parse
 	$(PY) -m bench.connect
 	$(PY) -m bench.hot_day
+	$(PY) -m bench.group
 
 # A 5M-record backlog through deltasink in 500k batches; checks the driver's peak RSS < 3 GiB.
 bench-memory: install

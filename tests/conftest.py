@@ -3,8 +3,10 @@
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 from pyspark.sql import SparkSession
@@ -73,6 +75,36 @@ def lake(tmp_path: Path) -> Path:
 #: Connect server). A test that uses one, directly or through another fixture, is marked
 #: ``slow``: ``pytest -m "not slow"`` is the quick loop of tests that need neither.
 JVM_FIXTURES = frozenset({"spark", "broker", "connect_server", "own_broker", "sasl_broker"})
+
+
+#: The work unit of the test files that talk to the Spark Connect server: they all go to one
+#: pytest-xdist worker, so a ``make test`` run starts one Connect server, not one per worker.
+CONNECT_GROUP = "connect"
+ROOT = Path(__file__).resolve().parent.parent
+
+
+@functools.cache
+def _uses_connect(path: Path) -> bool:
+    return path.is_file() and "connect_server" in path.read_text()
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
+    """``make test``'s two workers (``-n 2``) take whole files, and the Connect files together.
+
+    A file's tests share its module-scoped fixtures (a stream run once, a broker of its own)
+    only if they run on the same worker. xdist's own ``--dist loadgroup`` cannot do this under
+    pytest 9.2 (it renames node ids through an attribute pytest no longer reads), so this is
+    its scope scheduler with the scope chosen here: the file, or the Connect group.
+    """
+    from xdist.scheduler import LoadScopeScheduling
+
+    class FilesAndConnect(LoadScopeScheduling):  # type: ignore[misc]
+        def _split_scope(self, nodeid: str) -> str:
+            file = nodeid.split("::", 1)[0]
+            return CONNECT_GROUP if _uses_connect(ROOT / file) else file
+
+    return FilesAndConnect(config, log)
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
