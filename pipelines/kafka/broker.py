@@ -167,6 +167,17 @@ class EmbeddedBroker:
         (self.data_dir / "broker.pid").unlink(missing_ok=True)
         return True
 
+    def kill(self) -> None:
+        """Kill the broker at once (SIGKILL), as a crash or an OOM kill would; its data stays."""
+        pid = self.pid
+        if pid is None:
+            return
+        os.kill(pid, signal.SIGKILL)
+        while pid_alive(pid):
+            _reap(pid)
+            time.sleep(0.05)
+        (self.data_dir / "broker.pid").unlink(missing_ok=True)
+
     def pause(self) -> None:
         """Freeze the broker (SIGSTOP): clients see a broker that stopped answering."""
         if self.pid:

@@ -1,4 +1,5 @@
-"""Scenario 3: the broker freezes (SIGSTOP) during a run, shorter and longer than the timeout.
+"""Scenario 3: the broker freezes (SIGSTOP) during a run, shorter and longer than the timeout,
+or is killed (SIGKILL) and restarted with its data.
 
 Each test has its own broker, so that freezing it disturbs no other test.
 """
@@ -77,6 +78,49 @@ def test_outage_within_broker_timeout_is_ridden_out(
     verdict = check(spark, cfg, sent.event_ids, sum(sent.poison.values()))
     record("3 broker frozen < broker_timeout", profile, verdict, f"{seconds:.0f}s outage")
     assert verdict.clean, (seed, verdict, outage.lines)
+
+
+class Crash(Outage):
+    """Kill the broker (SIGKILL) when the first batch is reported; restart it after ``seconds``.
+
+    The restart is a new broker process on the same ports and data folder, as an operator's
+    or a supervisor's restart would be.
+    """
+
+    def __call__(self, line: str) -> None:
+        self.lines.append(line)
+        if self.started is None and line.startswith("batch "):
+            self.started = time.monotonic()
+            self.broker.kill()
+            threading.Timer(self.seconds or 0.0, self.thaw).start()
+
+    def thaw(self) -> None:
+        self.broker.start(timeout=120)
+        self.thawed_at = len(self.lines)
+
+
+@pytest.mark.parametrize("profile", PROFILES)
+def test_a_broker_killed_and_restarted_mid_run_is_ridden_out(
+        spark: SparkSession, own_broker: EmbeddedBroker, lake: Path, topic: str,
+        profile: Profile, seed: int) -> None:
+    rng = random.Random(seed)
+    bootstrap = own_broker.bootstrap_servers
+    sent = produce_events(bootstrap, topic, profile.small * 6, duplicate_rate=0.1,
+                          poison_rate=0.01, seed=seed)
+    cfg = make_config(lake, bootstrap, topic,
+                      source={"max_records_per_batch": profile.small,
+                              "broker_timeout": "120s"})
+    seconds = rng.uniform(*profile.outage)
+    crash = Crash(own_broker, seconds)
+    result = run_pipeline(spark, cfg, validate=False, progress=crash)
+    assert crash.started is not None, "the broker was never killed"
+    assert crash.thawed_at is not None, ("the run ended before the broker restarted", crash.lines)
+    after = [ln for ln in crash.lines[crash.thawed_at:] if ln.startswith("batch ")]
+    assert after, ("no batch after the restart: the run did not outlive the crash", crash.lines)
+    assert len(result.batches) >= 2, crash.lines
+    verdict = check(spark, cfg, sent.event_ids, sum(sent.poison.values()))
+    record("3 broker SIGKILLed and restarted", profile, verdict, f"down {seconds:.0f}s")
+    assert verdict.clean, (seed, verdict, crash.lines)
 
 
 @pytest.mark.parametrize("profile", PROFILES)
