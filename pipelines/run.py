@@ -294,4 +294,9 @@ def explain(exc: StreamingQueryException, config: PipelineConfig) -> DeltasinkEr
             "Kafka no longer has offsets this pipeline has not read yet (retention deleted "
             "them). Records were lost upstream. To skip ahead and continue, set "
             f"source.fail_on_data_loss: false. Detail: {first}")
+    if "No space left on device" in text:
+        return DeltasinkError(
+            "a disk the run writes to is full (No space left on device). Free space and run "
+            "again: it continues where it stopped, losing and duplicating nothing. Detail: "
+            f"{first}")
     return DeltasinkError(f"the streaming query failed: {first}")

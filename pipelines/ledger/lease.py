@@ -46,6 +46,13 @@ from pipelines.runtime.processes import pid_alive
 #: A lease not renewed for this long (by the Spark server's clock) belongs to a run that is gone.
 LEASE_TTL = 60.0
 RENEW_EVERY = 10.0
+#: The tokens of the leases a run of this process holds now. A lease row naming this host and
+#: this process is live only if its token is here: a run of this process that ended without
+#: clearing its row (its release failed, or it stopped before its lease was confirmed) does not
+#: block the next run of the same process (a notebook's, a group's, a test's) for LEASE_TTL.
+#: Process state by nature, as the pid it stands in for; only ever added to before the UPDATE
+#: that takes a lease, so no reader of this process sees a lease it holds as dead.
+_HELD_HERE: set[str] = set()
 #: How often a racing acquire (table creation, the slot row) is tried before it gives up.
 _ATTEMPTS = 5
 _COLUMNS = ("slot INT, token STRING, pipeline STRING, host STRING, pid BIGINT, "
@@ -171,6 +178,8 @@ class Lease:
                       float(age) / 1000 if age is not None else float("inf"))
 
     def _live(self, held: Holder) -> bool:
+        if held.host == self.host and held.pid == os.getpid():  # this process: it knows
+            return held.token in _HELD_HERE
         if held.host == self.host:
             return pid_alive(held.pid)
         return held.age_s < LEASE_TTL
@@ -234,6 +243,16 @@ class Lease:
         it changed, so one row changed means the lease is this run's. A missing table or a
         conflict is "not taken".
         """
+        _HELD_HERE.add(self.token)  # first: a run of this process never sees it unheld
+        taken = False
+        try:
+            taken = self._update_token(spark, matches)
+        finally:
+            if not taken:
+                _HELD_HERE.discard(self.token)
+        return taken
+
+    def _update_token(self, spark: SparkSession, matches: str) -> bool:
         try:
             rows = spark.sql(
                 f"UPDATE {self._sql_name} SET token = {_quote(self.token)}, "
@@ -299,6 +318,10 @@ class Lease:
                 "anything. Run one writer per checkpoint.") from None
 
     def release(self, spark: SparkSession) -> None:
-        """Clear the token if it is still ours."""
-        spark.sql(f"UPDATE {self._sql_name} SET token = NULL, renewed_at = NULL "
-                  f"WHERE slot = 0 AND token = {_quote(self.token)}").collect()
+        """Clear the token if it is still ours. Cleared or not (a full disk, a store that
+        fails), this process no longer runs under it, so its next run may take it at once."""
+        try:
+            spark.sql(f"UPDATE {self._sql_name} SET token = NULL, renewed_at = NULL "
+                      f"WHERE slot = 0 AND token = {_quote(self.token)}").collect()
+        finally:
+            _HELD_HERE.discard(self.token)
