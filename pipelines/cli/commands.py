@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from pipelines.cli.failures import secret_values
+from pipelines.cli.group import cmd_run_group, config_files
 from pipelines.errors import ConfigError
 
 if TYPE_CHECKING:
@@ -118,6 +119,10 @@ def cmd_run(args: argparse.Namespace) -> int:
     from pipelines.runtime.preload import preload
     from pipelines.runtime.spark import spark_for
 
+    files = config_files(args)
+    if args.all is not None or len(files) > 1:
+        return cmd_run_group(args, files)
+    args.config = files[0]
     clock = Phases()
     config = _config(args)
     if config.quality.enabled and not args.no_validate:

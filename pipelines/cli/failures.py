@@ -14,8 +14,27 @@ import traceback
 from collections.abc import Iterable
 
 from pipelines.config.secrets import PUBLIC_OPTIONS, redact, secret_values
+from pipelines.errors import ConfigError, DeltasinkError, QualityError, SchemaError
 
-__all__ = ["PUBLIC_OPTIONS", "describe_failure", "redact", "report_failure", "secret_values"]
+__all__ = ["PUBLIC_OPTIONS", "classify", "describe_failure", "redact", "report_failure",
+           "secret_values"]
+
+
+def classify(exc: BaseException, debug: bool = False) -> tuple[int, str]:
+    """The exit code and the one line of a failure (the epilog's exit codes).
+
+    2 a bad config or schema, 3 a failed data-quality check, 130 Ctrl-C, 1 anything else.
+    """
+    if isinstance(exc, ConfigError | SchemaError):
+        return 2, f"error: {exc}"
+    if isinstance(exc, QualityError):
+        return 3, f"data quality check failed: {exc}"
+    if isinstance(exc, DeltasinkError):
+        return 1, f"error: {exc}"
+    if isinstance(exc, KeyboardInterrupt):
+        return 130, "interrupted"
+    hint = "" if debug else " (run with --debug for the traceback)"  # Kafka, OSError, Spark
+    return 1, f"error: {describe_failure(exc)}{hint}"
 
 
 def describe_failure(exc: BaseException) -> str:

@@ -26,8 +26,9 @@ from pipelines.cli.commands import (
     cmd_status,
     cmd_validate,
 )
-from pipelines.cli.failures import describe_failure, report_failure
-from pipelines.errors import ConfigError, DeltasinkError, QualityError, SchemaError
+from pipelines.cli.failures import classify, report_failure
+from pipelines.cli.group import GROUP_DIR
+from pipelines.errors import ConfigError, QualityError, SchemaError
 from pipelines.runtime.signals import SIGNALS, note_signal
 
 EPILOG = """\
@@ -35,11 +36,15 @@ exit codes: 0 success, 1 failure, 2 bad config or usage, 3 a data-quality check 
 130 interrupted (Ctrl-C), 143 terminated (SIGTERM): a run stops (after its current batch
 when it can) and the next run continues from there; a continuous run stopped so exits 0.
 errors are one line (no traceback); --debug prints the traceback too.
+a group run (run with several --config, or --all) prints one line per pipeline and exits with
+the worst of their codes: 2 over 1 over 3 over 0.
 config: a YAML file (`deltasink init` writes one; every key: the docs' configuration reference);
 DELTASINK_<SECTION>__<KEY> environment variables override keys, e.g.
 DELTASINK_SOURCE__OPTIONS__SASL_JAAS_CONFIG for a secret Kafka option. DELTASINK_SPARK_LOG,
 DELTASINK_M2, ... are process settings (the docs' environment variables reference).
 """
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The argument parser (also rendered as the docs' CLI reference, pipelines/reference)."""
     parser = argparse.ArgumentParser(
@@ -101,7 +106,16 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--seed", type=int, default=0, help="same seed, same event ids (default 0)")
     p.add_argument("--topic", help="default: the first of source.topics")
     p.add_argument("--partitions", type=int, default=3, help="for a new topic (default 3)")
-    p = add("run", cmd_run, "stream Kafka into the Delta target, then validate the result")
+    p = add("run", cmd_run, "stream Kafka into the Delta target, then validate the result; "
+            "several configs (or --all) run as one group in one Spark session", config=False)
+    which = p.add_mutually_exclusive_group(required=True)
+    which.add_argument("--config", "-c", action="append", metavar="FILE",
+                       help="the pipeline's YAML config; give it again to run several "
+                            "pipelines as one group")
+    which.add_argument("--all", nargs="?", const=GROUP_DIR, metavar="DIR",
+                       help=f"run every *.yml config in DIR (default {GROUP_DIR}) as one group")
+    p.add_argument("--parallel", type=int, default=2, metavar="N",
+                   help="a group's streams that run at once (default 2)")
     p.add_argument("--trigger", choices=["available-now", "continuous"], default="available-now",
                    help="available-now: process what exists, then stop (scheduled jobs); "
                         "continuous: a micro-batch every --interval until Ctrl-C")
@@ -224,19 +238,9 @@ def _dispatch(args: argparse.Namespace, fail: Callable[[BaseException, int, str]
 
 def _one_line(exc: BaseException, fail: Callable[[BaseException, int, str], int],
               debug: bool) -> int:
-    try:
-        raise exc
-    except (ConfigError, SchemaError) as exc:
-        return fail(exc, 2, f"error: {exc}")
-    except QualityError as exc:
-        return fail(exc, 3, f"data quality check failed: {exc}")
-    except DeltasinkError as exc:
-        return fail(exc, 1, f"error: {exc}")
-    except KeyboardInterrupt as exc:
-        return fail(exc, 130, "interrupted")
-    except Exception as exc:  # Kafka, OSError, Py4J, Spark, a bug: one line, not a traceback
-        hint = "" if debug else " (run with --debug for the traceback)"
-        return fail(exc, 1, f"error: {describe_failure(exc)}{hint}")
+    code, line = classify(exc, debug)  # Kafka, OSError, Py4J, Spark, a bug: one line too
+    return fail(exc, code, line)
+
 
 if __name__ == "__main__":
     sys.exit(main())
