@@ -1,0 +1,167 @@
+"""``python -m bench.group``: many pipelines, as one group run, as separate runs, and plain.
+
+For 1, 4 and 8 pipelines (``--counts``) of ``--events`` events each (one topic per pipeline),
+three cold processes (or process sequences) are timed from start to exit, on tables a first,
+untimed run created (what every scheduled trigger but the first pays):
+
+- **plain**: ``bench/plain_group.py``, one process with one plain append query per topic;
+- **group**: one ``deltasink run --config ... --config ...`` (validation included);
+- **separate**: one ``deltasink run --config`` per pipeline, one after another.
+
+With ``--passes 2`` the second pass runs them in reverse order. Writes
+``bench/results/group.{md,json}``; the goals (issue 35 §4) are a group of 8 within 1.3x the
+plain job of 8, and a single cold run within 1.5x the plain job of 1.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from bench import env
+from pipelines.kafka.produce import produce_events
+
+RESULTS = Path(__file__).resolve().parent / "results"
+KINDS = ("plain", "group", "separate")
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def say(text: str) -> None:
+    """Print one progress line."""
+    print(f"[group {time.strftime('%H:%M:%S')}] {text}", flush=True)
+
+
+def _config(work: Path, bootstrap: str, topic: str, batch: int) -> Path:
+    """A config with the required keys (and the plain job's batch size) for ``topic``."""
+    folder = work / topic
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / "pipeline.yml"
+    path.write_text(yaml.safe_dump({
+        "name": topic, "checkpoint": str(folder / "checkpoint"),
+        "source": {"bootstrap_servers": bootstrap, "topics": [topic],
+                   "max_records_per_batch": batch},
+        "target": {"path": str(folder / "target")}}))
+    return path
+
+
+def _timed(command: list[str], work: Path, extra_env: dict[str, str] | None = None) -> float:
+    """Run ``command`` cold in ``work``; its wall seconds. A failure stops the bench."""
+    environ = {**os.environ, "DELTASINK_SPARK_LOG": str(work / "driver.log"), **(extra_env or {})}
+    mark = time.monotonic()
+    done = subprocess.run(command, cwd=work, env=environ, capture_output=True, text=True,
+                          timeout=3600, check=False)
+    if done.returncode != 0:
+        raise RuntimeError(f"{command[:3]} exited {done.returncode}: {done.stdout[-1500:]}"
+                           f"{done.stderr[-1500:]}")
+    return time.monotonic() - mark
+
+
+def run_kind(kind: str, bootstrap: str, topics: list[str], work: Path, batch: int) -> float:
+    """Wall seconds of one cell: the plain job, the group run, or the separate runs in turn."""
+    deltasink = str(Path(sys.executable).with_name("deltasink"))
+    folder = work / kind
+    folder.mkdir(parents=True, exist_ok=True)
+    if kind == "plain":
+        return _timed([sys.executable, "-m", "bench.plain_group", bootstrap, str(folder),
+                       str(batch), *topics], folder, {"PYTHONPATH": str(ROOT)})
+    configs = [str(_config(folder, bootstrap, topic, batch)) for topic in topics]
+    if kind == "group":
+        return _timed([deltasink, "run", *[a for c in configs for a in ("--config", c)]],
+                      folder)
+    return sum(_timed([deltasink, "run", "--config", c], folder) for c in configs)
+
+
+def render(results: dict[int, dict[str, list[float]]], meta: dict[str, Any]) -> str:
+    """The markdown report: wall seconds, ratios to plain, events/s per core, the goals."""
+    cores = int(meta.get("cores") or 1)
+    lines = ["# deltasink benchmark: many pipelines (issue 35)", "",
+             f"Run {meta['started']} on {meta['host']}; load average at start "
+             f"{meta['load_start']}, at end {meta['load_end']}; {meta['passes']} pass(es), "
+             f"median per cell; {meta['events']:,} events per pipeline, batch "
+             f"{meta['batch']:,}; existing tables. Wall time is process start to exit "
+             "(separate: the sum of its processes).", "",
+             "| pipelines | plain s | group s | ratio | separate s | ratio "
+             "| events/s per core: plain | group | separate |",
+             "|---|---|---|---|---|---|---|---|---|"]
+    for count, runs in sorted(results.items()):
+        plain, group, separate = (statistics.median(runs[k]) for k in KINDS)
+        events = count * meta["events"]
+        lines.append(f"| {count} | {plain:.1f} | {group:.1f} | {group / plain:.2f}x | "
+                     f"{separate:.1f} | {separate / plain:.2f}x | "
+                     f"{events / plain / cores:,.0f} | {events / group / cores:,.0f} | "
+                     f"{events / separate / cores:,.0f} |")
+    lines += ["", "Goals (issue 35 §4):", ""]
+    for count, goal, what in ((8, 1.3, "a group of 8 within 1.3x the plain job of 8"),
+                              (1, 1.5, "a single cold run within 1.5x the plain job of 1")):
+        cell = results.get(count)
+        if cell is None:
+            lines.append(f"- {what}: not measured")
+            continue
+        ratio = statistics.median(cell["group"]) / statistics.median(cell["plain"])
+        lines.append(f"- {what}: {ratio:.2f}x, {'met' if ratio <= goal else 'missed'}")
+    return "\n".join(lines) + "\n"
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Produce the topics, time the three kinds per pipeline count, write the report."""
+    parser = argparse.ArgumentParser(prog="python -m bench.group", description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--counts", default="1,4,8",
+                        help="comma-separated pipeline counts (default: %(default)s)")
+    parser.add_argument("--events", type=int, default=50_000,
+                        help="events per pipeline per pass (default: %(default)s)")
+    parser.add_argument("--batch", type=int, default=500_000, help="default: %(default)s")
+    parser.add_argument("--passes", type=int, default=2, help="default: %(default)s")
+    parser.add_argument("--prime", type=int, default=1000,
+                        help="events of the untimed first runs (default: %(default)s)")
+    parser.add_argument("--out", type=Path, default=RESULTS, help="report folder")
+    args = parser.parse_args(argv)
+    counts = [int(c) for c in args.counts.split(",")]
+    meta: dict[str, Any] = {"started": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+                            "host": os.uname().nodename, "load_start": env.load(),
+                            "passes": args.passes, "batch": args.batch, "events": args.events,
+                            "counts": counts, "cores": os.cpu_count() or 1}
+    results: dict[int, dict[str, list[float]]] = {}
+    with tempfile.TemporaryDirectory(prefix="deltasink-group-") as tmp:
+        work = Path(tmp)
+        with env.broker(work / "broker") as node:
+            bootstrap = node.bootstrap_servers
+            for count in counts:
+                topics = [f"group{count}_{i}" for i in range(count)]
+                for i, topic in enumerate(topics):
+                    produce_events(bootstrap, topic, args.prime, seed=100 + i, partitions=4)
+                for kind in KINDS:  # creates the tables and checkpoints; untimed
+                    run_kind(kind, bootstrap, topics, work / str(count), args.batch)
+                say(f"{count} pipelines: first runs done on {args.prime:,} events each")
+                results[count] = {k: [] for k in KINDS}
+                for n in range(args.passes):
+                    for i, topic in enumerate(topics):
+                        produce_events(bootstrap, topic, args.events, seed=200 + 10 * n + i,
+                                       partitions=4)
+                    for kind in (KINDS if n % 2 == 0 else tuple(reversed(KINDS))):
+                        took = run_kind(kind, bootstrap, topics, work / str(count), args.batch)
+                        results[count][kind].append(took)
+                        say(f"{count} pipelines, {kind} (pass {n + 1}): {took:.1f}s "
+                            f"(load {env.load()})")
+    meta["load_end"] = env.load()
+    args.out.mkdir(parents=True, exist_ok=True)
+    (args.out / "group.json").write_text(json.dumps(
+        {"meta": meta, "results": {str(k): v for k, v in results.items()}}, indent=2))
+    report = render(results, meta)
+    (args.out / "group.md").write_text(report)
+    print(report)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
