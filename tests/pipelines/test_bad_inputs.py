@@ -207,9 +207,9 @@ def test_bad_locations_and_damaged_state_each_stop_in_one_line_and_a_later_run_l
     assert code == 1, err
     assert str(target) in err and "_delta_log" in err, err
 
-    # The refusals at preflight come last: in this process (one pid), a run refused there
-    # left the checkpoint's lease held for its 60 s (seen 2026-11-27; the next run here was
-    # refused as "already running"), which a real, exited process does not.
+    # The refusals at preflight come last. (A run refused there once left this process's next
+    # run refused as "already running" for 60 s; a lease row of this very process is now live
+    # only while a run of it holds the token: pipelines/ledger/lease.py.)
     # Permission denied on the target's log.
     with immutable(target / "_delta_log"):
         code, err = refused(path, "unwritable _delta_log")
