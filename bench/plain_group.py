@@ -1,9 +1,9 @@
 """The plain job of several topics: one process, one Kafka -> Delta append query per topic.
 
 ``python -m bench.plain_group BOOTSTRAP WORK MAX_PER_BATCH TOPIC [TOPIC ...]``: what a user
-writes instead of a group run. Each topic's query appends to ``WORK/<topic>/target`` with its
-checkpoint beside it; all queries start at once (``availableNow``) and the process waits for
-every one. Same Spark settings and jars as deltasink, as ``bench/plain_append.py``.
+writes instead of a group run. Each topic's query (``bench/plain_append.py``'s) appends to
+``WORK/<topic>/target`` with its checkpoint beside it; all start at once (``availableNow``) and
+the process waits for every one.
 """
 
 from __future__ import annotations
@@ -11,36 +11,17 @@ from __future__ import annotations
 import sys
 import time
 
+from bench.plain_append import session, start_append
+
 
 def main(argv: list[str]) -> int:
     """Run every topic's plain append once, concurrently; return 0."""
     started = time.monotonic()
-    from delta import configure_spark_with_delta_pip
-    from pyspark.sql import SparkSession
-    from pyspark.sql import functions as F
-
-    from pipelines.runtime import jvm
-    from pipelines.runtime.spark import LOCAL_CONF
-
     bootstrap, work, per_batch, *topics = argv
-    builder = SparkSession.builder.master("local[2]").appName("plain-group")
-    for key, value in {**LOCAL_CONF, **jvm.spark_conf()}.items():
-        builder = builder.config(key, value)
-    spark = configure_spark_with_delta_pip(
-        builder, extra_packages=[jvm.KAFKA_CONNECTOR]).getOrCreate()
-    spark.sparkContext.setLogLevel("ERROR")
+    spark = session("plain-group")
     up = time.monotonic()
-    schema = "event_id STRING, event_type STRING, event_time TIMESTAMP, payload STRING"
-    queries = [
-        spark.readStream.format("kafka").option("kafka.bootstrap.servers", bootstrap)
-        .option("subscribe", topic).option("startingOffsets", "earliest")
-        .option("maxOffsetsPerTrigger", per_batch).load()
-        .select(F.from_json(F.col("value").cast("string"), schema).alias("e"), "timestamp")
-        .select("e.*", F.col("timestamp").alias("kafka_timestamp"))
-        .withColumn("event_date", F.to_date("event_time"))
-        .writeStream.format("delta").option("checkpointLocation", f"{work}/{topic}/checkpoint")
-        .partitionBy("event_date").trigger(availableNow=True).start(f"{work}/{topic}/target")
-        for topic in topics]
+    queries = [start_append(spark, bootstrap, topic, f"{work}/{topic}/target",
+                            f"{work}/{topic}/checkpoint", per_batch) for topic in topics]
     for query in queries:
         query.awaitTermination()
     done = time.monotonic()
