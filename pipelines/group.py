@@ -17,19 +17,17 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
 from pyspark.sql import SparkSession
 
 from pipelines.config.model import PipelineConfig
-from pipelines.run import run_pipeline
+from pipelines.run import Progress, run_pipeline
 from pipelines.runtime.signals import SIGNALS
 from pipelines.runtime.spark import own_session
 from pipelines.sink.metrics import RunResult
-
-Progress = Callable[[str], None]
 
 
 @dataclass(frozen=True)
