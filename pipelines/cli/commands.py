@@ -12,7 +12,7 @@ import json
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from pipelines.cli.failures import secret_values
+from pipelines.cli.failures import config_secrets
 from pipelines.cli.group import cmd_run_group, config_files
 from pipelines.errors import ConfigError
 
@@ -28,10 +28,7 @@ def _config(args: argparse.Namespace) -> PipelineConfig:
     from pipelines.config.loader import load_config
 
     config = load_config(args.config)
-    # Secret values of the loaded config (Kafka options, Spark conf): masked in any error line.
-    args.secrets = secret_values(config.source.kafka_options(), config.spark.spark_conf())
-    if config.source.avro is not None:  # and the schema registry's credentials
-        args.secrets |= config.source.avro.secrets()
+    args.secrets = config_secrets(config)  # masked in any error line
     return config
 
 

@@ -13,11 +13,11 @@ import sys
 import traceback
 from collections.abc import Iterable
 
-from pipelines.config.secrets import PUBLIC_OPTIONS, redact, secret_values
+from pipelines.config.secrets import PUBLIC_OPTIONS, config_secrets, redact, secret_values
 from pipelines.errors import ConfigError, DeltasinkError, QualityError, SchemaError
 
-__all__ = ["PUBLIC_OPTIONS", "classify", "describe_failure", "redact", "report_failure",
-           "secret_values"]
+__all__ = ["PUBLIC_OPTIONS", "classify", "config_secrets", "describe_failure", "redact",
+           "report_failure", "secret_values"]
 
 
 def classify(exc: BaseException, debug: bool = False) -> tuple[int, str]:

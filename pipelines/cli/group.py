@@ -12,7 +12,7 @@ import argparse
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from pipelines.cli.failures import classify, report_failure, secret_values
+from pipelines.cli.failures import classify, config_secrets, report_failure
 from pipelines.errors import ConfigError, SchemaError
 from pipelines.runtime.signals import SIGNALS
 
@@ -63,9 +63,7 @@ def _load(args: argparse.Namespace, files: list[Path]
         except (ConfigError, SchemaError) as exc:
             refused.append((str(file), exc))
             continue
-        args.secrets |= secret_values(config.source.kafka_options(), config.spark.spark_conf())
-        if config.source.avro is not None:
-            args.secrets |= config.source.avro.secrets()
+        args.secrets |= config_secrets(config)
         first = configs[0] if configs else None
         if first is not None and config.spark != first.spark:
             refused.append((config.name, ConfigError(

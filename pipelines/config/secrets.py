@@ -12,9 +12,13 @@ from __future__ import annotations
 import os
 import re
 from collections.abc import Iterable, Mapping
+from typing import TYPE_CHECKING
 
 from pipelines.config import env
 from pipelines.config.avro import SECRET_KEYS as AVRO_SECRET_KEYS
+
+if TYPE_CHECKING:
+    from pipelines.config.model import PipelineConfig
 
 #: A JAAS config's credentials: ``username``, ``password``, OIDC's ``clientSecret`` (values
 #: may escape quotes).
@@ -38,6 +42,15 @@ def secret_values(options: Mapping[str, str], conf: Mapping[str, str] | None = N
     """The values to mask: every Spark conf value, and every Kafka option value except those of
     :data:`PUBLIC_OPTIONS`."""
     return {v for k, v in options.items() if k not in PUBLIC_OPTIONS} | set((conf or {}).values())
+
+
+def config_secrets(config: PipelineConfig) -> set[str]:
+    """The secret values of one loaded config: its Kafka options (but the public ones), its
+    Spark conf, and its schema registry's credentials."""
+    found = secret_values(config.source.kafka_options(), config.spark.spark_conf())
+    if config.source.avro is not None:
+        found |= config.source.avro.secrets()
+    return found
 
 
 def redact(text: str, known: Iterable[str] = (),
