@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import functools
+import os
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -16,6 +17,13 @@ from pipelines.kafka.broker import EmbeddedBroker, free_port_pair
 from pipelines.runtime.connect_server import ConnectServer
 from pipelines.runtime.ports import free_ports
 from pipelines.runtime.spark import get_spark
+from tests.support.runner import TEST_JVM_OPTS
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """Every Spark JVM the tests start runs with :data:`TEST_JVM_OPTS` (unless the caller set
+    ``SPARK_SUBMIT_OPTS``): set before the first one starts, and inherited by every child."""
+    os.environ.setdefault("SPARK_SUBMIT_OPTS", TEST_JVM_OPTS)
 
 
 def start_broker(factory: pytest.TempPathFactory, name: str, *, sasl: bool = False,

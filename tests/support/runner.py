@@ -13,6 +13,18 @@ from pathlib import Path
 
 DELTASINK = str(Path(sys.executable).parent / "deltasink")
 
+#: JVM options for every Spark JVM of a test run (the session's driver, the Spark Connect server,
+#: the ``deltasink`` processes), set as ``SPARK_SUBMIT_OPTS`` by ``tests/conftest.py``: Spark's
+#: launcher adds them to the driver's command line, beside ``SHORT_RUN_JIT``. The serial
+#: collector: a test's heap is small, and G1's concurrent threads cost CPU the tests need (one
+#: session, 8 runs of 4 batches: 181-... s of JVM CPU against 202-225 s with G1; see
+#: bench/results/test-durations.md). Neither changes what a run does.
+TEST_JVM_OPTS = "-XX:+UseSerialGC"
+#: A ``deltasink`` process started by a test is one cold run of a few small batches: C1 only, as
+#: bench/README.md measured for a short cold run (-28% at 50k events; worse at 1M, so not the
+#: product's default).
+COLD_JVM_OPTS = "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC"
+
 
 def killpg(proc: subprocess.Popen[str]) -> None:
     """SIGKILL the process group of ``proc`` (the driver JVM included)."""
@@ -73,6 +85,8 @@ def deltasink(*args: str, fault: str | None = None, kill_after: float | None = N
     """
     base = dict(os.environ if env is None else env)
     base.pop("DELTASINK_FAULT", None)
+    if base.get("SPARK_SUBMIT_OPTS", TEST_JVM_OPTS) == TEST_JVM_OPTS:
+        base["SPARK_SUBMIT_OPTS"] = COLD_JVM_OPTS
     if fault:
         base["DELTASINK_FAULT"] = fault
     with tempfile.TemporaryFile("w+") as out, tempfile.TemporaryFile("w+") as err:
