@@ -17,8 +17,8 @@ DELTASINK = str(Path(sys.executable).parent / "deltasink")
 #: the ``deltasink`` processes), set as ``SPARK_SUBMIT_OPTS`` by ``tests/conftest.py``: Spark's
 #: launcher adds them to the driver's command line, beside ``SHORT_RUN_JIT``. The serial
 #: collector: a test's heap is small, and G1's concurrent threads cost CPU the tests need (one
-#: session, 8 runs of 4 batches: 181-... s of JVM CPU against 202-225 s with G1; see
-#: bench/results/test-durations.md). Neither changes what a run does.
+#: session, four pipelines run twice each: 181 and 156 s of JVM CPU, against 225, 202 and 192 s
+#: with G1; bench/results/test-durations.md). Neither changes what a run does.
 TEST_JVM_OPTS = "-XX:+UseSerialGC"
 #: A ``deltasink`` process started by a test is one cold run of a few small batches: C1 only, as
 #: bench/README.md measured for a short cold run (-28% at 50k events; worse at 1M, so not the
