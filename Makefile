@@ -51,6 +51,7 @@ bench: install
 	$(PY) -m bench.connect
 	$(PY) -m bench.hot_day
 	$(PY) -m bench.group
+	$(PY) -m bench.ledger
 
 # A 5M-record backlog through deltasink in 500k batches; checks the driver's peak RSS < 3 GiB.
 bench-memory: install
