@@ -50,18 +50,28 @@ def start_append(spark: SparkSession, bootstrap: str, topic: str, target: str,
             .partitionBy("event_date").trigger(availableNow=True).start(target))
 
 
-def main(argv: list[str]) -> int:
-    """Run the plain append once; return 0."""
+def run_appends(name: str, bootstrap: str, per_batch: str,
+                places: list[tuple[str, str, str]]) -> int:
+    """Start one append query per (topic, target, checkpoint), all at once, in one session; wait
+    for every one, print the ``timings:`` line; return 0."""
     started = time.monotonic()
-    bootstrap, topic, target, checkpoint, per_batch = argv
-    spark = session("plain-append")
+    spark = session(name)
     up = time.monotonic()
-    start_append(spark, bootstrap, topic, target, checkpoint, per_batch).awaitTermination()
+    queries = [start_append(spark, bootstrap, topic, target, checkpoint, per_batch)
+               for topic, target, checkpoint in places]
+    for query in queries:
+        query.awaitTermination()
     done = time.monotonic()
     print(f"timings: spark {up - started:.1f}s, stream {done - up:.1f}s, "
           f"total {done - started:.1f}s", flush=True)
     spark.stop()
     return 0
+
+
+def main(argv: list[str]) -> int:
+    """Run the plain append once; return 0."""
+    bootstrap, topic, target, checkpoint, per_batch = argv
+    return run_appends("plain-append", bootstrap, per_batch, [(topic, target, checkpoint)])
 
 
 if __name__ == "__main__":

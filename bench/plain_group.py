@@ -9,26 +9,15 @@ the process waits for every one.
 from __future__ import annotations
 
 import sys
-import time
 
-from bench.plain_append import session, start_append
+from bench.plain_append import run_appends
 
 
 def main(argv: list[str]) -> int:
     """Run every topic's plain append once, concurrently; return 0."""
-    started = time.monotonic()
     bootstrap, work, per_batch, *topics = argv
-    spark = session("plain-group")
-    up = time.monotonic()
-    queries = [start_append(spark, bootstrap, topic, f"{work}/{topic}/target",
-                            f"{work}/{topic}/checkpoint", per_batch) for topic in topics]
-    for query in queries:
-        query.awaitTermination()
-    done = time.monotonic()
-    print(f"timings: spark {up - started:.1f}s, stream {done - up:.1f}s, "
-          f"total {done - started:.1f}s", flush=True)
-    spark.stop()
-    return 0
+    return run_appends("plain-group", bootstrap, per_batch,
+                       [(t, f"{work}/{t}/target", f"{work}/{t}/checkpoint") for t in topics])
 
 
 if __name__ == "__main__":
