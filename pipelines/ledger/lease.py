@@ -21,7 +21,7 @@ UPDATE fails with a concurrent-modification conflict).
   on the same host (its pid is gone), or after ``LEASE_TTL`` from another machine.
 
 A commit is all or nothing, so no lease is ever left half written. The table keeps one hour of
-log (``delta.logRetentionDuration``): a renewal every 10 s does not grow it without bound.
+log (``delta.logRetentionDuration``): a renewal every 20 s does not grow it without bound.
 
 A run holds it through ``pipelines/ledger/single_writer.py``, which adds the local ``flock``.
 """
@@ -45,7 +45,9 @@ from pipelines.runtime.processes import pid_alive
 
 #: A lease not renewed for this long (by the Spark server's clock) belongs to a run that is gone.
 LEASE_TTL = 60.0
-RENEW_EVERY = 10.0
+#: Three renewals per ``LEASE_TTL``: two in a row may fail before another run may take it. Each
+#: is a Delta ``UPDATE`` (a scan, a rewrite and a commit) on the driver's CPU, beside the batches.
+RENEW_EVERY = 20.0
 #: The tokens of the leases a run of this process holds now. A lease row naming this host and
 #: this process is live only if its token is here: a run of this process that ended without
 #: clearing its row (its release failed, or it stopped before its lease was confirmed) does not

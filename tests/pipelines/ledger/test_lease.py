@@ -246,7 +246,8 @@ def test_a_kill_in_the_middle_of_a_lease_renewal_does_not_block_the_next_run(
     path = write_config(lake, broker.bootstrap_servers, topic,
                         source={"max_records_per_batch": 100})
     cfg = load_config(path, environ={})
-    sent = produce_events(broker.bootstrap_servers, topic, 1500, duplicate_rate=0.1,
+    # 30 batches: the run is still streaming at its first renewal, RENEW_EVERY (20 s) in.
+    sent = produce_events(broker.bootstrap_servers, topic, 3000, duplicate_rate=0.1,
                           poison_rate=0.01, seed=47)
     killed = runner.run(path, fault="during_lease_renewal")
     assert killed.returncode == -signal.SIGKILL, killed.stderr[-2000:]
