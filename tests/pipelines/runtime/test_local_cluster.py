@@ -24,7 +24,7 @@ from pipelines.kafka.broker import EmbeddedBroker
 from pipelines.kafka.produce import produce_events
 from tests.support.checker import check
 from tests.support.configs import write_config
-from tests.support.runner import run
+from tests.support.runner import COLD_JVM_OPTS, run
 
 MASTER = "local-cluster[2,1,1024]"
 EXECUTOR = "CoarseGrainedExecutorBackend"
@@ -86,7 +86,9 @@ def _cluster_config(lake: Path, bootstrap: str, topic: str, batch: int) -> Path:
     return write_config(lake, bootstrap, topic, source={"max_records_per_batch": batch},
                         spark={"master": MASTER,
                                "conf": {"spark.executor.memory": "512m",
-                                        "spark.sql.shuffle.partitions": "4"}})
+                                        "spark.sql.shuffle.partitions": "4",
+                                        # short-lived executors: the driver's test options
+                                        "spark.executor.extraJavaOptions": COLD_JVM_OPTS}})
 
 
 def _cli_env() -> dict[str, str]:
