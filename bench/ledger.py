@@ -69,7 +69,7 @@ def render(rows: dict[str, list[dict[str, float]]], meta: dict[str, Any]) -> str
 
     lines = ["# deltasink benchmark: what the bookkeeping tables cost a cold run", "",
              f"Run {meta['started']} on {meta['host']}; load average at start "
-             f"{meta['load_start']}, at end {meta['load_end']} on {meta['cores']} cores; "
+             f"{meta['load_start']}, at end {meta['load_end']}; "
              f"{meta['passes']} pass(es) of {meta['events']:,} events, median per cell. "
              "Each cell is a cold `deltasink run --no-validate` on existing tables.", "",
              "| variant | " + " | ".join(PHASES) + " | wall |",
