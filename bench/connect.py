@@ -19,7 +19,6 @@ batches) apart from start-up. Writes ``bench/results/connect.{md,json}``.
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import statistics
 import sys
@@ -143,13 +142,7 @@ def main(argv: list[str] | None = None) -> int:
                                 f"(load {env.load()})")
         finally:
             server.stop()
-    meta["load_end"] = env.load()
-    args.out.mkdir(parents=True, exist_ok=True)
-    (args.out / "connect.json").write_text(json.dumps(
-        {"meta": meta, "results": {str(k): v for k, v in results.items()}}, indent=2))
-    report = render(results, meta)
-    (args.out / "connect.md").write_text(report)
-    print(report)
+    env.publish(args.out, "connect", meta, results, render)
     return 0
 
 

@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
+import json
 import os
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from types import TracebackType
+from typing import Any
 
 from pyspark.sql import SparkSession
 
@@ -109,3 +111,15 @@ def last_job_id(spark: SparkSession) -> int:
     finally:  # setJobGroup also set the description: it would name every later job "probe"
         sc.setLocalProperty("spark.jobGroup.id", None)  # type: ignore[arg-type]
         sc.setLocalProperty("spark.job.description", None)  # type: ignore[arg-type]
+
+
+def publish(out: Path, name: str, meta: dict[str, Any], results: Any,
+            render: Callable[[Any, dict[str, Any]], str]) -> None:
+    """Record the end load in ``meta``, write ``out/<name>.json`` (meta and results) and
+    ``out/<name>.md`` (``render(results, meta)``), and print the report."""
+    meta["load_end"] = load()
+    out.mkdir(parents=True, exist_ok=True)
+    (out / f"{name}.json").write_text(json.dumps({"meta": meta, "results": results}, indent=2))
+    report = render(results, meta)
+    (out / f"{name}.md").write_text(report)
+    print(report)

@@ -16,7 +16,6 @@ plain job of 8, and a single cold run within 1.5x the plain job of 1.
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import statistics
 import subprocess
@@ -153,13 +152,7 @@ def main(argv: list[str] | None = None) -> int:
                         results[count][kind].append(took)
                         say(f"{count} pipelines, {kind} (pass {n + 1}): {took:.1f}s "
                             f"(load {env.load()})")
-    meta["load_end"] = env.load()
-    args.out.mkdir(parents=True, exist_ok=True)
-    (args.out / "group.json").write_text(json.dumps(
-        {"meta": meta, "results": {str(k): v for k, v in results.items()}}, indent=2))
-    report = render(results, meta)
-    (args.out / "group.md").write_text(report)
-    print(report)
+    env.publish(args.out, "group", meta, results, render)
     return 0
 
 

@@ -20,7 +20,6 @@ GX queries would hide it; it is one append, like a metrics flush.
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import statistics
 import sys
@@ -112,12 +111,7 @@ def main(argv: list[str] | None = None) -> int:
                     took = run_variant(variant, bootstrap, "ledger", work / variant, args.batch)
                     rows[variant].append(took)
                     say(f"{variant} (pass {n + 1}): {took['wall']:.1f}s (load {env.load()})")
-    meta["load_end"] = env.load()
-    args.out.mkdir(parents=True, exist_ok=True)
-    (args.out / "ledger.json").write_text(json.dumps({"meta": meta, "results": rows}, indent=2))
-    report = render(rows, meta)
-    (args.out / "ledger.md").write_text(report)
-    print(report)
+    env.publish(args.out, "ledger", meta, rows, render)
     return 0
 
 

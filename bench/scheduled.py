@@ -23,7 +23,6 @@ minus what it timed itself). Writes
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import statistics
 import subprocess
@@ -182,13 +181,7 @@ def main(argv: list[str] | None = None) -> int:
                         results[events][kind].append(took)
                         say(f"{events:,} events, {kind} (pass {n + 1}): {took['wall']:.1f}s "
                             f"(load {env.load()})")
-    meta["load_end"] = env.load()
-    args.out.mkdir(parents=True, exist_ok=True)
-    (args.out / "scheduled.json").write_text(json.dumps(
-        {"meta": meta, "results": {str(k): v for k, v in results.items()}}, indent=2))
-    report = render(results, meta)
-    (args.out / "scheduled.md").write_text(report)
-    print(report)
+    env.publish(args.out, "scheduled", meta, results, render)
     return 0
 
 
