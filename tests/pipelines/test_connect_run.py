@@ -42,7 +42,8 @@ def connect_pipeline(lake: Path, broker: EmbeddedBroker, server: ConnectServer, 
 def test_a_run_through_spark_connect_lands_every_event_once_across_a_kill(
         connect_server: ConnectServer, broker: EmbeddedBroker, lake: Path,
         request: pytest.FixtureRequest) -> None:
-    path, sent = connect_pipeline(lake, broker, connect_server, per_batch=150, events=900,
+    # ~333 records at 150 a batch: 3 batches, so the kill after batch 1 leaves one to come.
+    path, sent = connect_pipeline(lake, broker, connect_server, per_batch=150, events=300,
                                   seed=23)
 
     # Killed after the target commit of batch 1, before Spark commits its checkpoint: under
@@ -59,6 +60,7 @@ def test_a_run_through_spark_connect_lands_every_event_once_across_a_kill(
     assert "java" not in seen, f"the client started a JVM: {sorted(seen)}"
     assert "quality PASSED" in done.stdout, done.stdout[-3000:]
     assert "(replay: already committed, skipped)" in done.stdout, done.stdout[-3000:]
+    assert (Path(cfg.checkpoint) / "commits" / "2").exists()  # the run went on past batch 1
 
     status = runner.deltasink("status", "--config", str(path), "--json")
     assert status.returncode == 0, status.stderr[-2000:]
@@ -80,7 +82,9 @@ def test_a_run_through_spark_connect_lands_every_event_once_across_a_kill(
 def test_a_client_killed_with_sigkill_mid_run_loses_and_duplicates_nothing(
         connect_server: ConnectServer, broker: EmbeddedBroker, lake: Path,
         request: pytest.FixtureRequest) -> None:
-    path, sent = connect_pipeline(lake, broker, connect_server, per_batch=100, events=800,
+    # ~333 records at 100 a batch: 4 batches (10 s and more of them after the lock is taken),
+    # so the kill 4 s after it lands mid-run.
+    path, sent = connect_pipeline(lake, broker, connect_server, per_batch=100, events=300,
                                   seed=29)
     cfg = load_config(path, environ={})
     lock = Path(cfg.checkpoint) / ".deltasink.lock"
