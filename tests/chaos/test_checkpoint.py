@@ -55,13 +55,15 @@ def test_truncated_offsets_file_stops_with_advice_that_works(
         spark: SparkSession, broker: EmbeddedBroker, lake: Path, topic: str, profile: Profile,
         seed: int) -> None:
     bootstrap = broker.bootstrap_servers
+    # Two batches, so that the truncated offsets file is the newest of several.
     cfg = make_config(lake, bootstrap, topic,
-                      source={"max_records_per_batch": max(100, profile.small // 3)})
+                      source={"max_records_per_batch": max(100, profile.small * 6 // 10)})
     first = produce_events(bootstrap, topic, profile.small, duplicate_rate=0.1,
                            poison_rate=0.01, seed=seed, id_prefix="a")
     run_pipeline(spark, cfg, validate=False, progress=quiet)
     offsets = Path(cfg.checkpoint) / "offsets"
     newest = max((p for p in offsets.iterdir() if p.name.isdigit()), key=lambda p: int(p.name))
+    assert int(newest.name) >= 1, newest
     newest.write_text(newest.read_text()[:40])  # a write cut short by a crash or a full disk
     second = produce_events(bootstrap, topic, profile.small, duplicate_rate=0.1,
                             poison_rate=0.01, seed=seed + 1, id_prefix="b")
@@ -72,7 +74,8 @@ def test_truncated_offsets_file_stops_with_advice_that_works(
     assert "is damaged" in message and str(newest) in message
     assert f"Delete the folder {cfg.checkpoint} and run again" in message
 
-    shutil.rmtree(cfg.checkpoint)  # what the message says to do
+    shutil.rmtree(cfg.checkpoint)  # what the message says to do; then finish in big batches
+    cfg = make_config(lake, bootstrap, topic, source={"max_records_per_batch": profile.batch})
     run_pipeline(spark, cfg, validate=False, progress=quiet)
     verdict = check(spark, cfg, first.event_ids + second.event_ids,
                     sum(first.poison.values()) + sum(second.poison.values()))
