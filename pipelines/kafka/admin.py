@@ -103,13 +103,26 @@ def _admin(source: SourceConfig, timeout: float, what: str) -> Iterator[Any]:
                     unknown[1] not in conf:
                 raise _fail(exc, source, "creating an admin client", timeout) from None
             del conf[unknown[1]]  # Java-client tuning: no bearing on what it connects to
+    asker, error = _Asker(client, seen), None
     try:
-        yield _Asker(client, seen)
+        yield asker
     except Exception as exc:
         client.poll(0)  # serves the error callbacks librdkafka queued meanwhile
         refused = _refusals(seen)
-        cause = KafkaException(refused[-1]) if refused else exc
-        raise _fail(cause, source, what, timeout) from None
+        error = _fail(KafkaException(refused[-1]) if refused else exc, source, what, timeout)
+    finally:
+        # The handle is destroyed here, in this thread, when the call ends. Raised from inside
+        # the ``except``, the error held the failure's frames, and so the client, in a
+        # reference cycle: it was destroyed at some later garbage collection, in whatever
+        # thread ran it. (A test worker once died of an abort in a native thread, after a
+        # frozen broker's timeouts; this was the one client lifetime nobody could predict.)
+        asker.client = None
+        del client
+    if error is not None:
+        try:
+            raise error
+        finally:
+            del error  # no cycle through this frame either
 
 
 def _refusals(seen: list[Any]) -> list[Any]:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gc
 import time
 import uuid
 from pathlib import Path
@@ -62,6 +63,30 @@ def test_an_unreachable_broker_is_one_broker_error_within_the_timeout(
     # A guard against a hang, not a speed bound: 30 times the 2 s timeout, however loaded.
     assert took < 60, f"hung: describe_source took {took:.0f} s with a 2 s timeout"
     assert capfd.readouterr().err == ""  # librdkafka's own log lines never reach the terminal
+
+
+def test_a_failed_call_destroys_its_client_when_it_returns() -> None:
+    """No reference cycle holds the client after a failed call: the garbage collector would
+    destroy the librdkafka handle later, in whatever thread it happens to run in (the broker
+    watch fails a call every 5 s while a broker is frozen)."""
+    from confluent_kafka.admin import AdminClient
+
+    source = SourceConfig(bootstrap_servers="127.0.0.1:1", topics=("t",))
+    gc.collect()
+    gc.disable()
+    gc.set_debug(gc.DEBUG_SAVEALL)  # what a collection finds stays in gc.garbage to be named
+    try:
+        for call in (lambda: admin.topic_partitions(None, source, 1.0),
+                     lambda: admin.describe_source(None, source, 1.0)):
+            with pytest.raises(BrokerError):
+                call()
+        gc.collect()
+        left = [o for o in gc.garbage if isinstance(o, AdminClient)]
+    finally:
+        gc.set_debug(0)
+        gc.garbage.clear()
+        gc.enable()
+    assert not left, "a failed call left its client to a garbage collection"
 
 
 def test_list_partitions_and_watermarks(broker: EmbeddedBroker, lake: Path) -> None:
