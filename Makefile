@@ -29,7 +29,7 @@ typecheck: install
 
 test: lint typecheck
 	bash .ci/ensure-chromium.sh
-	$(BIN)/pytest -m "not chaos and not cluster" -q -n 2 --durations=25
+	$(BIN)/pytest -m "not chaos and not cluster" -q -n 2 --max-worker-restart=0 --durations=25
 
 # The docs site (mkdocs-material): --strict fails on a broken link or a missing page. Its
 # reference pages are rendered from the code (docs/hooks.py); tests/docs (in `make test`) builds
