@@ -34,14 +34,18 @@ def run(spark: SparkSession, config: PipelineConfig) -> list[int]:
 def test_duplicates_are_removed_within_a_batch_and_across_runs(
         spark: SparkSession, broker: EmbeddedBroker, lake: Path) -> None:
     topic = new_topic()
+    # 2,200 records in batches of at most 1,000: three batches, so copies land in the same
+    # batch and in later ones.
     cfg = make_config(lake, broker.bootstrap_servers, topic,
-                      source={"max_records_per_batch": 700})
+                      source={"max_records_per_batch": 1000})
     first = produce_events(broker.bootstrap_servers, topic, 2000, duplicate_rate=0.1, seed=1)
     result = run_pipeline(spark, cfg, validate=False, progress=lambda _l: None)
     assert result.inserted == 2000
     assert len(result.batches) >= 3  # copies landed in the same batch and in later ones
     assert sum(b.duplicates_in_batch + b.duplicates_by_merge for b in result.batches) == 200
-    # The same events again (a producer replay), plus 500 new ones, days later.
+    # The same events again (a producer replay), plus 500 new ones, days later. The replay is
+    # caught by the MERGE against the table whatever the batching: one batch of 2,500.
+    cfg = make_config(lake, broker.bootstrap_servers, topic)
     again = produce_events(broker.bootstrap_servers, topic, 2500, seed=1)
     second = run_pipeline(spark, cfg, validate=False, progress=lambda _l: None)
     assert second.inserted == 500
@@ -72,9 +76,11 @@ def test_every_poison_kind_is_quarantined_exactly_once(
 def test_a_replayed_batch_is_a_no_op(spark: SparkSession, broker: EmbeddedBroker,
                                       lake: Path) -> None:
     topic = new_topic()
-    cfg = make_config(lake, broker.bootstrap_servers, topic, source={"max_records_per_batch": 400})
+    # 1,010 records in batches of at most 600: two batches, so the replayed one is not batch 0.
+    cfg = make_config(lake, broker.bootstrap_servers, topic, source={"max_records_per_batch": 600})
     sent = produce_events(broker.bootstrap_servers, topic, 1000, poison_rate=0.01, seed=3)
     batches = len(run(spark, cfg))
+    assert batches >= 2
     version = cfg.target.ref.history(spark, 1).first()["version"]  # type: ignore[index]
     # Forget the last checkpoint commit: Spark re-runs that batch with the same batch id.
     commits = sorted((p for p in (Path(cfg.checkpoint) / "commits").iterdir() if p.name.isdigit()),
@@ -195,10 +201,12 @@ def test_two_concurrent_writers_neither_lose_nor_duplicate(
     # Overlapping ids: b's events are a superset of a's.
     a = produce_events(broker.bootstrap_servers, topic_a, 1500, seed=7, partitions=2)
     b = produce_events(broker.bootstrap_servers, topic_b, 2500, seed=7, partitions=2)
+    # Batches of at most 900: a commits 2 and b 3 MERGEs into the same table at the same time,
+    # and their first batches carry (nearly) the same event ids: b's topic starts with a's.
     cfg_a = make_config(lake, broker.bootstrap_servers, topic_a, name="writer_a",
-                        source={"max_records_per_batch": 300})
+                        source={"max_records_per_batch": 900})
     cfg_b = make_config(lake, broker.bootstrap_servers, topic_b, name="writer_b",
-                        source={"max_records_per_batch": 300})
+                        source={"max_records_per_batch": 900})
     results, errors = [], []
 
     def go(cfg: PipelineConfig) -> None:
@@ -213,6 +221,8 @@ def test_two_concurrent_writers_neither_lose_nor_duplicate(
     for t in threads:
         t.join(600)
     assert not errors, errors
+    counts = sorted(len(r.batches) for r in results)
+    assert counts[0] >= 2 and counts[1] >= 3, counts  # several commits each, to interleave
     assert sum(r.inserted for r in results) == 2500
     verdict = check(spark, cfg_a, set(a.event_ids) | set(b.event_ids), 0)
     assert verdict.clean, verdict
