@@ -47,7 +47,7 @@ def describe_failure(exc: BaseException) -> str:
         java = next((ln[2:] for ln in text.splitlines() if ln.startswith(": ")), None)
         kind, text = "Spark JVM", java or text
     elif module.startswith("pyspark"):
-        from pipelines.runtime.spark import connect_reason, gave_up_on
+        from pipelines.runtime.connect_client import connect_reason, gave_up_on
 
         gone = gave_up_on()
         if gone or kind == "RetriesExceeded":
