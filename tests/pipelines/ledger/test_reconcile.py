@@ -54,11 +54,12 @@ def test_checkpoint_rolled_back_while_records_arrive_loses_nothing(
     result = run_pipeline(spark, cfg, validate=False, progress=lambda _l: None)
     assert len(result.batches) == 5  # 4 full batches and a partial one
     # New records arrive; the operator restores an older checkpoint (or deletes its newest
-    # files, the usual forum advice for a stuck stream). Spark re-plans the rolled-back batch
-    # ids over a wider range than the one committed.
+    # files, the usual forum advice for a stuck stream) and raises the batch size. Spark would
+    # re-plan the rolled-back batch ids over a wider range than the one committed (one batch).
     second = produce_events(broker.bootstrap_servers, topic, 3000, poison_rate=0.01, seed=22,
                             id_prefix="new")
     roll_back(cfg.checkpoint, rolled_back)
+    cfg = make_config(lake, broker.bootstrap_servers, topic)
     lines: list[str] = []
     run_pipeline(spark, cfg, validate=False, progress=lines.append)
     assert any("checkpoint does not match the target" in line and "rolled back" in line
@@ -78,9 +79,10 @@ def test_checkpoint_rolled_back_while_records_arrive_loses_nothing(
 def test_a_true_replay_stays_a_no_op(spark: SparkSession, broker: EmbeddedBroker,
                                      lake: Path) -> None:
     topic = new_topic()
-    cfg = make_config(lake, broker.bootstrap_servers, topic, source={"max_records_per_batch": 400})
+    # Batches of at most 600: two, so the one replayed is not batch 0.
+    cfg = make_config(lake, broker.bootstrap_servers, topic, source={"max_records_per_batch": 600})
     sent = produce_events(broker.bootstrap_servers, topic, 1000, seed=24)
-    run_pipeline(spark, cfg, validate=False, progress=lambda _l: None)
+    assert len(run_pipeline(spark, cfg, validate=False, progress=lambda _l: None).batches) >= 2
     # Only the last commit file is lost (a crash after the Delta commit): same plan, same ids.
     commits = Path(cfg.checkpoint) / "commits"
     newest = max(int(p.name) for p in commits.iterdir() if p.name.isdigit())
