@@ -31,8 +31,15 @@ def _version(spark: SparkSession, config: PipelineConfig) -> int:
 
 @pytest.mark.slow
 def test_rewind_then_run_reingests_exactly_once(spark: SparkSession, broker: EmbeddedBroker,
-                                                lake: Path) -> None:
+                                                lake: Path,
+                                                capsys: pytest.CaptureFixture[str]) -> None:
+    """A dry run changes nothing and bad versions are refused; then the rewind and the re-run.
+
+    One pipeline's two runs serve both: the dry run and the refusals, on the state a rewind
+    starts from, then the real rewind of that same state.
+    """
     topic = f"rewind-{uuid.uuid4().hex[:8]}"
+    path = write_config(lake, broker.bootstrap_servers, topic)
     cfg = make_config(lake, broker.bootstrap_servers, topic)
     first = produce_events(broker.bootstrap_servers, topic, 800, poison_rate=0.01, seed=1,
                            id_prefix="one")
@@ -41,6 +48,31 @@ def test_rewind_then_run_reingests_exactly_once(spark: SparkSession, broker: Emb
     second = produce_events(broker.bootstrap_servers, topic, 700, poison_rate=0.01, seed=2,
                             id_prefix="two")
     _run(spark, cfg)
+
+    # The dry run changes nothing and says what a rewind would do.
+    before = (_version(spark, cfg), cfg.target.ref.read(spark).count(),
+              sorted(p.name for p in Path(cfg.checkpoint).rglob("*")))
+    capsys.readouterr()  # the dry run in-process, on the session JVM (a CLI process costs one)
+    assert main(["rewind", "--config", str(path), "--to-version", str(after_one),
+                 "--dry-run"]) == 0
+    out = capsys.readouterr().out
+    assert f"target      version {before[0]} -> {after_one}" in out
+    reread = sum(int(line.split("re-reads ")[1].split()[0]) for line in out.splitlines()
+                 if "re-reads" in line)
+    assert reread == second.sent, out
+    assert out.rstrip().endswith(f"next: deltasink run --config {path}")
+    after = (_version(spark, cfg), cfg.target.ref.read(spark).count(),
+             sorted(p.name for p in Path(cfg.checkpoint).rglob("*")))
+    assert after == before
+    # Bad versions are refused, and change nothing either.
+    with pytest.raises(ConfigError, match="is not a version of"):
+        rewind(spark, cfg, to_version=before[0] + 5, say=lambda _l: None)
+    capsys.readouterr()  # and through the CLI's main(), in-process too: exit 2, one line
+    assert main(["rewind", "--config", str(path), "--to-version", "99"]) == 2
+    err = capsys.readouterr().err
+    assert len(err.strip().splitlines()) == 1 and "is not a version of" in err, err
+    assert _version(spark, cfg) == before[0]
+
     said: list[str] = []
     rewind(spark, cfg, to_version=after_one, say=said.append)
     assert cfg.target.ref.read(spark).count() == 800  # run 2's rows are gone
@@ -58,50 +90,19 @@ def test_rewind_then_run_reingests_exactly_once(spark: SparkSession, broker: Emb
 def test_rewind_after_a_manual_restore(spark: SparkSession, broker: EmbeddedBroker,
                                        lake: Path) -> None:
     topic = f"rewind-{uuid.uuid4().hex[:8]}"
-    cfg = make_config(lake, broker.bootstrap_servers, topic, source={"max_records_per_batch": 300})
+    # 909 records in batches of at most 500: two, and the restore goes back to the first.
+    cfg = make_config(lake, broker.bootstrap_servers, topic, source={"max_records_per_batch": 500})
     sent = produce_events(broker.bootstrap_servers, topic, 900, poison_rate=0.01, seed=3)
     _run(spark, cfg)
     commits = [int(r["version"]) for r in cfg.target.ref.history(spark)
                .where("userMetadata IS NOT NULL").collect()]
+    assert len(commits) >= 2
     back_to = sorted(commits)[0]  # after the first batch
     spark.sql(f"RESTORE TABLE delta.`{cfg.target.ref.path}` TO VERSION AS OF {back_to}")
     rewind(spark, cfg, to_version=back_to, say=lambda _l: None)
     _run(spark, cfg)
     verdict = check(spark, cfg, sent.event_ids, sum(sent.poison.values()))
     assert verdict.clean, verdict
-
-
-@pytest.mark.slow
-def test_dry_run_changes_nothing_and_bad_versions_are_refused(
-        spark: SparkSession, broker: EmbeddedBroker, lake: Path,
-        capsys: pytest.CaptureFixture[str]) -> None:
-    topic = f"rewind-{uuid.uuid4().hex[:8]}"
-    path = write_config(lake, broker.bootstrap_servers, topic)
-    cfg = make_config(lake, broker.bootstrap_servers, topic)
-    produce_events(broker.bootstrap_servers, topic, 300, seed=4, partitions=2, id_prefix="a")
-    _run(spark, cfg)
-    back_to = _version(spark, cfg)
-    produce_events(broker.bootstrap_servers, topic, 200, seed=5, partitions=2, id_prefix="b")
-    _run(spark, cfg)
-    before = (_version(spark, cfg), cfg.target.ref.read(spark).count(),
-              sorted(p.name for p in Path(cfg.checkpoint).rglob("*")))
-    capsys.readouterr()  # the dry run in-process, on the session JVM (a CLI process costs one)
-    assert main(["rewind", "--config", str(path), "--to-version", str(back_to), "--dry-run"]) == 0
-    out = capsys.readouterr().out
-    assert f"target      version {before[0]} -> {back_to}" in out
-    reread = sum(int(line.split("re-reads ")[1].split()[0]) for line in out.splitlines()
-                 if "re-reads" in line)
-    assert reread == 200, out
-    assert out.rstrip().endswith(f"next: deltasink run --config {path}")
-    after = (_version(spark, cfg), cfg.target.ref.read(spark).count(),
-             sorted(p.name for p in Path(cfg.checkpoint).rglob("*")))
-    assert after == before
-    with pytest.raises(ConfigError, match="is not a version of"):
-        rewind(spark, cfg, to_version=before[0] + 5, say=lambda _l: None)
-    capsys.readouterr()  # and through the CLI's main(), in-process too: exit 2, one line
-    assert main(["rewind", "--config", str(path), "--to-version", "99"]) == 2
-    err = capsys.readouterr().err
-    assert len(err.strip().splitlines()) == 1 and "is not a version of" in err, err
 
 
 @pytest.mark.slow
