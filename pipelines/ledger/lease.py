@@ -12,7 +12,9 @@ UPDATE fails with a concurrent-modification conflict).
   this host that is still alive, or one renewed less than ``LEASE_TTL`` ago by the Spark
   server's clock (``current_timestamp()``, evaluated where the row is written). Otherwise an
   UPDATE that matches only the token just read takes it; a conflict means another run took it
-  at the same moment. The row is read back before the run goes on.
+  at the same moment. A new checkpoint's table is created already holding this run's token
+  (one ``CREATE TABLE IF NOT EXISTS ... AS SELECT``), and the row is read back before the run
+  goes on: two creations at once conflict, and ``IF NOT EXISTS`` may create nothing.
 * **renew:** a daemon thread of the client updates ``renewed_at`` every ``RENEW_EVERY`` seconds,
   while the token is still its own.
 * **verify:** before every Delta commit the sink reads the row again (in the worker, under Spark
@@ -81,9 +83,12 @@ def _missing(exc: BaseException) -> bool:
 
 
 def _conflict(exc: BaseException) -> bool:
+    """Whether ``exc`` is a lost race: a concurrent commit, or two creations of the table (the
+    loser of a table's first commit sees ``DELTA_PROTOCOL_CHANGED``/``DELTA_METADATA_CHANGED``)."""
     text = f"{type(exc).__name__}: {exc}"
-    return "Concurrent" in text or "DELTA_CONCURRENT" in text or "already exists" in text \
-        or "TABLE_OR_VIEW_ALREADY_EXISTS" in text or "DELTA_TABLE_ALREADY_EXISTS" in text
+    return any(sign in text for sign in (
+        "Concurrent", "DELTA_CONCURRENT", "DELTA_PROTOCOL_CHANGED", "DELTA_METADATA_CHANGED",
+        "already exists", "TABLE_OR_VIEW_ALREADY_EXISTS", "DELTA_TABLE_ALREADY_EXISTS"))
 
 
 @dataclass(frozen=True)
@@ -150,6 +155,40 @@ class Lease:
                 if not _conflict(exc) or attempt == _ATTEMPTS - 1:
                     raise
                 time.sleep(0.2 * (attempt + 1))
+
+    def _create_taken(self, spark: SparkSession) -> bool:
+        """Create the lease table with its one row already holding this run's token: one
+        commit (``CREATE TABLE IF NOT EXISTS ... AS SELECT``), where creating the table and
+        taking its lease apart take three (``CREATE``, the row's ``MERGE``, the ``UPDATE``).
+
+        ``IF NOT EXISTS`` creates nothing when another run created the table first, and two
+        creations at once conflict on its first commit: so the row is read back, and only this
+        run's token in it means this run holds the lease. Leftovers of a killed creation (a log
+        without a commit) are left to :meth:`_ensure`.
+
+        Returns:
+            Whether this run created the table and now holds the lease.
+        """
+        _HELD_HERE.add(self.token)  # first, as in _take: this process never sees it unheld
+        taken = False
+        try:
+            try:
+                spark.sql(
+                    f"CREATE TABLE IF NOT EXISTS {self._sql_name} USING delta "
+                    f"TBLPROPERTIES ({_PROPERTIES}) AS SELECT CAST(0 AS INT) AS slot, "
+                    f"{_quote(self.token)} AS token, {_quote(self.pipeline)} AS pipeline, "
+                    f"{_quote(self.host)} AS host, CAST({self.pid} AS BIGINT) AS pid, "
+                    "current_timestamp() AS renewed_at").collect()
+            except Exception as exc:
+                if _missing(exc) or _conflict(exc) or "NON_EMPTY" in str(exc):
+                    return False
+                raise
+            held = self.read(spark)
+            taken = held is not None and held.token == self.token
+            return taken
+        finally:
+            if not taken:
+                _HELD_HERE.discard(self.token)
 
     def _create_by_append(self, spark: SparkSession) -> None:
         """Create the table over a creation's leftovers: append its one (free) row."""
@@ -223,7 +262,11 @@ class Lease:
         if faults.setting("skip_lease_acquire"):
             return
         held = self.read(spark)
-        if held is None:  # no table or no row yet: create them (a cold MERGE, so only then)
+        if held is None:  # a new checkpoint: create the table already holding this run's token
+            if self._create_taken(spark):
+                return
+            held = self.read(spark)
+        if held is None:  # leftovers of a killed creation, or a table without its row
             self._ensure(spark)
             held = self.read(spark)
         seen = held.token if held is not None else None

@@ -88,11 +88,9 @@ def test_a_dead_process_on_this_host_releases_its_lease_at_once(
     lease.verify(spark, 0)
 
 
-def test_of_two_runs_taking_a_free_lease_at_once_exactly_one_wins(
-        spark: SparkSession, tmp_path: Path) -> None:
-    location = f"file://{tmp_path / 'ckpt'}"
-    Lease(location, "p").acquire(spark)  # the table exists; then its holder dies elsewhere
-    spark.sql(f"UPDATE delta.`{Lease(location, 'p').table}` SET token = NULL")
+def race(spark: SparkSession, location: str) -> None:
+    """Three runs of three machines take the lease at ``location`` at once: exactly one wins,
+    and each other one is refused in one line and may not commit."""
     runs = [Lease(location, "p", host=f"machine-{n}") for n in range(3)]
     outcome: dict[str, str] = {}
 
@@ -118,6 +116,37 @@ def test_of_two_runs_taking_a_free_lease_at_once_exactly_one_wins(
                 "at the same moment" in outcome[lease.host], outcome
             with pytest.raises(CheckpointError):
                 lease.verify(spark, 0)
+
+
+def test_of_three_runs_taking_a_free_lease_at_once_exactly_one_wins(
+        spark: SparkSession, tmp_path: Path) -> None:
+    location = f"file://{tmp_path / 'ckpt'}"
+    Lease(location, "p").acquire(spark)  # the table exists; then its holder dies elsewhere
+    spark.sql(f"UPDATE delta.`{Lease(location, 'p').table}` SET token = NULL")
+    race(spark, location)
+
+
+def test_of_three_runs_creating_a_new_checkpoint_s_lease_at_once_exactly_one_wins(
+        spark: SparkSession, tmp_path: Path) -> None:
+    # The losers of the table's first commit see DELTA_PROTOCOL_CHANGED, then the winner's row.
+    race(spark, f"file://{tmp_path / 'ckpt'}")
+
+
+def test_a_new_checkpoint_s_lease_is_created_already_taken_in_one_commit(
+        spark: SparkSession, tmp_path: Path) -> None:
+    lease = Lease(str(tmp_path / "ckpt"), "p")
+    lease.acquire(spark)
+
+    history = spark.sql(f"DESCRIBE HISTORY delta.`{lease.table}`").collect()
+    assert [(r["version"], r["operation"]) for r in history] == \
+        [(0, "CREATE TABLE AS SELECT")]  # not CREATE, the row's MERGE and an UPDATE
+    held = lease.read(spark)
+    assert held is not None and held.token == lease.token and held.age_s < LEASE_TTL
+    lease.verify(spark, 0)
+    lease.release(spark)  # the created row is an ordinary one: released, then free to take
+    released = lease.read(spark)
+    assert released is not None and released.token is None
+    Lease(str(tmp_path / "ckpt"), "p").acquire(spark)
 
 
 def test_a_run_whose_lease_was_taken_over_stops_before_committing(
