@@ -17,7 +17,7 @@ from pipelines.kafka.broker import EmbeddedBroker, free_port_pair
 from pipelines.runtime.connect_server import ConnectServer
 from pipelines.runtime.ports import free_ports
 from pipelines.runtime.spark import get_spark
-from tests.support.runner import TEST_JVM_OPTS
+from tests.support.runner import TEST_JVM_OPTS, TEST_SPARK_CONF
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -47,7 +47,7 @@ def start_broker(factory: pytest.TempPathFactory, name: str, *, sasl: bool = Fal
 
 @pytest.fixture(scope="session")
 def spark() -> Iterator[SparkSession]:
-    session = get_spark("deltasink-tests")
+    session = get_spark("deltasink-tests", conf=TEST_SPARK_CONF)
     yield session
     session.stop()
 
@@ -59,7 +59,8 @@ def connect_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Connect
     Connect-mode runs are ``deltasink`` processes (``spark.remote``): a Python process is either
     a classic or a Connect client (PySpark decides per process), and this one is classic.
     """
-    server = ConnectServer.start(tmp_path_factory.mktemp("connect") / "server.log")
+    server = ConnectServer.start(tmp_path_factory.mktemp("connect") / "server.log",
+                                  conf=TEST_SPARK_CONF)
     yield server
     server.stop()
 

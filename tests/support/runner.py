@@ -24,6 +24,16 @@ TEST_JVM_OPTS = "-XX:+UseSerialGC"
 #: bench/README.md measured for a short cold run (-28% at 50k events; worse at 1M, so not the
 #: product's default).
 COLD_JVM_OPTS = "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC"
+#: Spark settings of the tests' long-lived sessions (the ``spark`` fixture's and the Spark
+#: Connect server's): expressions are evaluated by Spark's interpreted implementations instead of
+#: generated and compiled code. A test's batch is a few hundred rows, and nearly every statement
+#: is new code to Janino (literals are inlined), so compiling it cost more than running it: one
+#: session, four pipelines of 2,800 events run warm, 101 and 106 s of JVM CPU against 125 and
+#: 170 s (alternated, bench/results/test-durations.md). The results are the same by Spark's
+#: contract (its own suites run both). The ``deltasink`` processes of the tests, ``make demo``
+#: and ``make bench`` keep Spark's default, code generation, as users run it.
+TEST_SPARK_CONF = {"spark.sql.codegen.wholeStage": "false",
+                   "spark.sql.codegen.factoryMode": "NO_CODEGEN"}
 
 
 def killpg(proc: subprocess.Popen[str]) -> None:
