@@ -19,6 +19,7 @@ from typing import Any
 from pyspark.sql import SparkSession
 
 from pipelines.config.model import PipelineConfig
+from pipelines.runtime.progress import input_rows, recent_progress
 from pipelines.sink.metrics import BatchMetrics
 from quality.backfill import committed_batches
 
@@ -49,13 +50,13 @@ class BatchFeed:
         """Report the batches whose progress is out and that were not reported yet.
 
         Args:
-            query: the streaming query (its ``recentProgress``).
+            query: the streaming query (its recent progress, :func:`recent_progress`).
 
         Returns:
             How many batches were reported.
         """
-        ran = {(str(p.id), int(p.batchId)): p for p in query.recentProgress
-               if p.numInputRows and (str(p.id), int(p.batchId)) not in self.reported}
+        ran = {(str(p["id"]), int(p["batchId"])): p for p in recent_progress(query)
+               if input_rows(p) and (str(p["id"]), int(p["batchId"])) not in self.reported}
         if not ran:
             return 0
         commits = {(m.query_id, m.batch_id): m for m in committed_batches(
@@ -69,13 +70,13 @@ class BatchFeed:
         return len(ran)
 
 
-def _replayed(config: PipelineConfig, run_id: str, progress: Any) -> BatchMetrics:
+def _replayed(config: PipelineConfig, run_id: str, progress: dict[str, Any]) -> BatchMetrics:
     """A batch that read rows but committed nothing of this run's: a proven replay."""
     from datetime import datetime
 
-    started = datetime.fromisoformat(str(progress.timestamp).replace("Z", "+00:00"))
+    started = datetime.fromisoformat(str(progress["timestamp"]).replace("Z", "+00:00"))
     return BatchMetrics(
-        pipeline=config.name, run_id=run_id, query_id=str(progress.id),
-        batch_id=int(progress.batchId), records_in=int(progress.numInputRows), quarantined=0,
-        duplicates_in_batch=0, duplicates_by_merge=0, inserted=0,
-        duration_s=float(progress.batchDuration) / 1000, started_at=started, replayed=True)
+        pipeline=config.name, run_id=run_id, query_id=str(progress["id"]),
+        batch_id=int(progress["batchId"]), records_in=input_rows(progress),
+        quarantined=0, duplicates_in_batch=0, duplicates_by_merge=0, inserted=0,
+        duration_s=float(progress["batchDuration"]) / 1000, started_at=started, replayed=True)

@@ -4,12 +4,12 @@
 planned it: ``latestOffset - endOffset`` of the source in the query's progress (the Kafka source
 reports its latest offsets there, so this needs no Kafka call of ours). The progress of batch N
 is built only after its ``foreachBatch`` returned, so the lag cannot be known inside the batch.
-So the batch's metrics row waits: :func:`harvester` reads ``StreamingQuery.recentProgress``
+So the batch's metrics row waits: :func:`harvester` reads the query's recent progress
 from the driver thread that waits for the query (once a minute, and once when the query ends)
 and hands the lags to ``MetricsRecorder.flush``, which writes the waiting rows with their lag in
 one append: nothing is added to the batch itself, and a failure only warns. Why not a
 ``StreamingQueryListener``: its callbacks run on Spark's listener bus, asynchronously, and may
-still be pending when an available-now query returns; ``recentProgress`` is already complete.
+still be pending when an available-now query returns; its recent progress is already complete.
 A row whose lag is never known (its progress was missing when the query ended, or the row was
 backfilled from its commit after the process died) keeps a null lag.
 
@@ -22,7 +22,7 @@ few).
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -32,29 +32,33 @@ from pipelines.config.model import PipelineConfig
 from pipelines.errors import BrokerError, OwnClientUnavailable
 from pipelines.kafka import topics
 from pipelines.ledger import state
+from pipelines.runtime.progress import input_rows, recent_progress
 
 
-def progress_lags(progresses: Iterable[Any]) -> dict[tuple[str, int], int]:
-    """``(query id, batch id) -> lag`` of every batch that read rows, from progress objects.
+def progress_lags(progresses: Iterable[Mapping[str, Any]]) -> dict[tuple[str, int], int]:
+    """``(query id, batch id) -> lag`` of every batch that read rows, from its progress.
 
     Args:
-        progresses: ``StreamingQueryProgress`` objects (``StreamingQuery.recentProgress``).
+        progresses: the query's progress as Spark's JSON (:func:`recent_progress`).
     """
     out: dict[tuple[str, int], int] = {}
     for progress in progresses:
-        if not progress.numInputRows:  # an idle trigger: no batch, no metrics row
+        if not input_rows(progress):  # an idle trigger: no batch, no metrics row
             continue
         lag = 0
-        for source in progress.sources:
-            latest, end = _offsets(source.latestOffset), _offsets(source.endOffset)
+        for source in progress.get("sources") or []:
+            latest = _offsets(source.get("latestOffset"))
+            end = _offsets(source.get("endOffset"))
             lag += sum(max(0, latest[tp] - end.get(tp, latest[tp])) for tp in latest)
-        out[(str(progress.id), int(progress.batchId))] = lag
+        out[(str(progress["id"]), int(progress["batchId"]))] = lag
     return out
 
 
-def _offsets(text: str | None) -> dict[tuple[str, int], int]:
+def _offsets(value: object) -> dict[tuple[str, int], int]:
+    """A Kafka source's offsets (a nested dict in the progress's JSON; a JSON string where a
+    source reports them as text): ``(topic, partition) -> offset``."""
     try:
-        parsed = json.loads(text) if text else {}
+        parsed = json.loads(value) if isinstance(value, str) and value else value or {}
     except ValueError:
         return {}
     if not isinstance(parsed, dict):
@@ -78,7 +82,7 @@ def harvester(flush: Flush, say: Callable[[str], None]) -> Callable[..., None]:
     def harvest(query: Any, final: bool = False) -> None:
         lags: dict[tuple[str, int], int] = {}
         try:
-            lags = progress_lags(query.recentProgress)
+            lags = progress_lags(recent_progress(query))
         except Exception as exc:  # bookkeeping must never fail the run
             if not warned:
                 say(f"warning: could not read the lag from the query's progress ({exc})")

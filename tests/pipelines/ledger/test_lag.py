@@ -7,6 +7,7 @@ import time
 import uuid
 from pathlib import Path
 from types import SimpleNamespace
+from typing import Any
 
 import pytest
 from pyspark.sql import SparkSession
@@ -24,17 +25,20 @@ from tests.support.configs import write_config
 
 
 def progress(batch: int, rows: int, latest: dict[str, dict[str, int]],
-             end: dict[str, dict[str, int]]) -> SimpleNamespace:
-    source = SimpleNamespace(latestOffset=json.dumps(latest), endOffset=json.dumps(end))
-    return SimpleNamespace(id="q", batchId=batch, numInputRows=rows, sources=[source])
+             end: dict[str, dict[str, int]]) -> dict[str, Any]:
+    """A progress as Spark's JSON has it: a Kafka source's offsets are nested objects."""
+    return {"id": "q", "batchId": batch, "numInputRows": rows,
+            "sources": [{"latestOffset": latest, "endOffset": end}]}
 
 
 def test_lag_is_latest_minus_end_offsets_and_idle_triggers_are_skipped() -> None:
     seen = [progress(0, 5, {"t": {"0": 10, "1": 4}}, {"t": {"0": 3, "1": 4}}),
             progress(1, 0, {"t": {"0": 10}}, {"t": {"0": 10}}),  # idle: no batch, no row
-            SimpleNamespace(id="q", batchId=2, numInputRows=7,
-                            sources=[SimpleNamespace(latestOffset=None, endOffset="{}")])]
-    assert progress_lags(seen) == {("q", 0): 7, ("q", 2): 0}
+            {"id": "q", "batchId": 2, "numInputRows": 7,
+             "sources": [{"latestOffset": None, "endOffset": "{}"}]},
+            {"id": "q", "batchId": 3, "numInputRows": 1,  # offsets as JSON text
+             "sources": [{"latestOffset": '{"t": {"0": 12}}', "endOffset": '{"t": {"0": 11}}'}]}]
+    assert progress_lags(seen) == {("q", 0): 7, ("q", 2): 0, ("q", 3): 1}
 
 
 def test_the_harvest_flushes_the_rows_with_their_lags_and_without_them_if_progress_fails() -> None:
@@ -48,7 +52,7 @@ def test_the_harvest_flushes_the_rows_with_their_lags_and_without_them_if_progre
         def recentProgress(self) -> list[object]:  # Spark's name
             raise RuntimeError("progress gone")
 
-    harvest(SimpleNamespace(recentProgress=seen))
+    harvest(SimpleNamespace(recentProgress=[SimpleNamespace(json=json.dumps(p)) for p in seen]))
     harvest(Broken(), final=True)
     harvest(Broken(), final=True)
 
