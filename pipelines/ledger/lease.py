@@ -34,6 +34,7 @@ import os
 import socket
 import time
 import uuid
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -169,26 +170,22 @@ class Lease:
         Returns:
             Whether this run created the table and now holds the lease.
         """
-        _HELD_HERE.add(self.token)  # first, as in _take: this process never sees it unheld
-        taken = False
+        return self._claim(lambda: self._create_and_read(spark))
+
+    def _create_and_read(self, spark: SparkSession) -> bool:
         try:
-            try:
-                spark.sql(
-                    f"CREATE TABLE IF NOT EXISTS {self._sql_name} USING delta "
-                    f"TBLPROPERTIES ({_PROPERTIES}) AS SELECT CAST(0 AS INT) AS slot, "
-                    f"{_quote(self.token)} AS token, {_quote(self.pipeline)} AS pipeline, "
-                    f"{_quote(self.host)} AS host, CAST({self.pid} AS BIGINT) AS pid, "
-                    "current_timestamp() AS renewed_at").collect()
-            except Exception as exc:
-                if _missing(exc) or _conflict(exc) or "NON_EMPTY" in str(exc):
-                    return False
-                raise
-            held = self.read(spark)
-            taken = held is not None and held.token == self.token
-            return taken
-        finally:
-            if not taken:
-                _HELD_HERE.discard(self.token)
+            spark.sql(
+                f"CREATE TABLE IF NOT EXISTS {self._sql_name} USING delta "
+                f"TBLPROPERTIES ({_PROPERTIES}) AS SELECT CAST(0 AS INT) AS slot, "
+                f"{_quote(self.token)} AS token, {_quote(self.pipeline)} AS pipeline, "
+                f"{_quote(self.host)} AS host, CAST({self.pid} AS BIGINT) AS pid, "
+                "current_timestamp() AS renewed_at").collect()
+        except Exception as exc:
+            if _missing(exc) or _conflict(exc) or "NON_EMPTY" in str(exc):
+                return False
+            raise
+        held = self.read(spark)
+        return held is not None and held.token == self.token
 
     def _create_by_append(self, spark: SparkSession) -> None:
         """Create the table over a creation's leftovers: append its one (free) row."""
@@ -288,10 +285,16 @@ class Lease:
         it changed, so one row changed means the lease is this run's. A missing table or a
         conflict is "not taken".
         """
-        _HELD_HERE.add(self.token)  # first: a run of this process never sees it unheld
+        return self._claim(lambda: self._update_token(spark, matches))
+
+    def _claim(self, attempt: Callable[[], bool]) -> bool:
+        """Run ``attempt`` (a write that may give this run the lease; whether it did) with the
+        token in ``_HELD_HERE`` first, so no run of this process sees the lease unheld, and out
+        again unless it was taken."""
+        _HELD_HERE.add(self.token)
         taken = False
         try:
-            taken = self._update_token(spark, matches)
+            taken = attempt()
         finally:
             if not taken:
                 _HELD_HERE.discard(self.token)
