@@ -84,7 +84,7 @@ def test_rollback_rewind_replay_and_a_second_writer_over_spark_connect(
     # server's worker; the second is refused in one line, and the first then finishes.
     gate = lake / "gate"
     gate.mkdir()
-    env = dict(os.environ, DELTASINK_FAULT=f"pause_in_batch={gate}")
+    env = dict(runner.cold_env(), DELTASINK_FAULT=f"pause_in_batch={gate}")
     first = subprocess.Popen([runner.DELTASINK, "run", "--config", str(path), "--no-validate"],
                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                              env=env, start_new_session=True)

@@ -20,10 +20,6 @@ DELTASINK = str(Path(sys.executable).parent / "deltasink")
 #: session, four pipelines run twice each: 181 and 156 s of JVM CPU, against 225, 202 and 192 s
 #: with G1; bench/results/test-durations.md). Neither changes what a run does.
 TEST_JVM_OPTS = "-XX:+UseSerialGC"
-#: A ``deltasink`` process started by a test is one cold run of a few small batches: C1 only, as
-#: bench/README.md measured for a short cold run (-28% at 50k events; worse at 1M, so not the
-#: product's default).
-COLD_JVM_OPTS = "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC"
 #: Spark settings of the tests' long-lived sessions (the ``spark`` fixture's and the Spark
 #: Connect server's): expressions are evaluated by Spark's interpreted implementations instead of
 #: generated and compiled code. A test's batch is a few hundred rows, and nearly every statement
@@ -34,6 +30,28 @@ COLD_JVM_OPTS = "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC"
 #: and ``make bench`` keep Spark's default, code generation, as users run it.
 TEST_SPARK_CONF = {"spark.sql.codegen.wholeStage": "false",
                    "spark.sql.codegen.factoryMode": "NO_CODEGEN"}
+#: A ``deltasink`` process started by a test is one cold run of a few small batches: C1 only, as
+#: bench/README.md measured for a short cold run (-28% at 50k events; worse at 1M, so not the
+#: product's default). JVM flags only: also given to executors (``extraJavaOptions``), where
+#: Spark refuses ``-Dspark.*`` properties.
+COLD_JVM_OPTS = "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC"
+#: :data:`TEST_SPARK_CONF` as Java system properties, which a driver's ``SparkConf`` reads: a
+#: test's ``deltasink`` process evaluates expressions interpreted too, unless it asks for
+#: ``codegen``. A cold run of 600 events in batches of 200, alternated three times each: 31.0 s
+#: against 39.1 s with code generation (validation 4.1 s against 7.7 s; bench/results/
+#: test-durations.md). One end-to-end CLI test keeps Spark's default, as users run it.
+INTERPRETED = " ".join(f"-D{key}={value}" for key, value in TEST_SPARK_CONF.items())
+
+
+def cold_env(env: Mapping[str, str] | None = None, *, codegen: bool = False) -> dict[str, str]:
+    """The environment of a test's ``deltasink`` process: ``env`` (default: this process's)
+    without ``DELTASINK_FAULT``, with :data:`COLD_JVM_OPTS` (and :data:`INTERPRETED` unless
+    ``codegen``) as the driver's JVM options, unless the caller chose its own."""
+    base = dict(os.environ if env is None else env)
+    base.pop("DELTASINK_FAULT", None)
+    if base.get("SPARK_SUBMIT_OPTS", TEST_JVM_OPTS) == TEST_JVM_OPTS:
+        base["SPARK_SUBMIT_OPTS"] = COLD_JVM_OPTS if codegen else f"{COLD_JVM_OPTS} {INTERPRETED}"
+    return base
 
 
 def killpg(proc: subprocess.Popen[str]) -> None:
@@ -77,7 +95,8 @@ def _holds_lock(lock: Path, pid: int) -> bool:
 def deltasink(*args: str, fault: str | None = None, kill_after: float | None = None,
               kill_after_lock: Path | None = None, env: Mapping[str, str] | None = None,
               timeout: float = 900, cwd: Path | None = None,
-              children: set[str] | None = None) -> subprocess.CompletedProcess[str]:
+              children: set[str] | None = None,
+              codegen: bool = False) -> subprocess.CompletedProcess[str]:
     """Run ``deltasink <args>`` in its own process group.
 
     Args:
@@ -92,11 +111,9 @@ def deltasink(*args: str, fault: str | None = None, kill_after: float | None = N
         cwd: the working directory (default: this process's).
         children: filled with the command names of every process the run started below it
             (sampled every 0.2 s), e.g. to show that a Spark Connect client starts no JVM.
+        codegen: run with Spark's code generation, the product's default (:func:`cold_env`).
     """
-    base = dict(os.environ if env is None else env)
-    base.pop("DELTASINK_FAULT", None)
-    if base.get("SPARK_SUBMIT_OPTS", TEST_JVM_OPTS) == TEST_JVM_OPTS:
-        base["SPARK_SUBMIT_OPTS"] = COLD_JVM_OPTS
+    base = cold_env(env, codegen=codegen)
     if fault:
         base["DELTASINK_FAULT"] = fault
     with tempfile.TemporaryFile("w+") as out, tempfile.TemporaryFile("w+") as err:

@@ -56,7 +56,8 @@ def test_the_whole_cli_from_a_minimal_config_in_another_directory(
     fault = "before_target_commit@999999"  # DELTASINK_FAULT set, at a batch that never comes
 
     def cli_run(*args: str) -> subprocess.CompletedProcess[str]:
-        done = runner.deltasink(*args, env=environ, fault=fault, cwd=work, timeout=600)
+        done = runner.deltasink(*args, env=environ, fault=fault, cwd=work, timeout=600,
+                                codegen=True)  # Spark's default, as users run it
         assert "Traceback" not in done.stderr, done.stderr[-3000:]
         return done
 

@@ -6,7 +6,6 @@ a ``file:`` URI checkpoint, which the local ``flock`` does not guard: only the l
 
 from __future__ import annotations
 
-import os
 import signal
 import subprocess
 import threading
@@ -226,7 +225,7 @@ def test_two_writers_on_one_checkpoint_from_two_machines(
     first = subprocess.Popen([runner.DELTASINK, "run", "--config", str(path), "--no-validate"],
                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                              start_new_session=True,
-                             env={**os.environ,
+                             env={**runner.cold_env(),
                                   "DELTASINK_FAULT": f"pause_in_batch={first_gate}@0"})
     committed = lake / "_checkpoints" / "shared" / "commits" / "0"
     stop = threading.Event()
