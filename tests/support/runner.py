@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import subprocess
@@ -12,6 +13,8 @@ from collections.abc import Mapping
 from pathlib import Path
 
 DELTASINK = str(Path(sys.executable).parent / "deltasink")
+#: Names a file that every :func:`deltasink` process is noted in (:func:`_note`).
+PROCESS_LOG = "TESTS_PROCESS_LOG"
 
 #: JVM options for every Spark JVM of a test run (the session's driver, the Spark Connect server,
 #: the ``deltasink`` processes), set as ``SPARK_SUBMIT_OPTS`` by ``tests/conftest.py``: Spark's
@@ -140,9 +143,22 @@ def deltasink(*args: str, fault: str | None = None, kill_after: float | None = N
         proc.wait()
         if timed_out:
             raise subprocess.TimeoutExpired(proc.args, timeout)
+        _note(args, time.monotonic() - started, proc.returncode)
         out.seek(0)
         err.seek(0)
         return subprocess.CompletedProcess(proc.args, proc.returncode, out.read(), err.read())
+
+
+def _note(args: tuple[str, ...], seconds: float, code: int) -> None:
+    """Append the process's test, command, wall seconds and exit code to the file named by
+    ``TESTS_PROCESS_LOG`` (one JSON line each), if set: what the suite spends in
+    ``deltasink`` processes, for bench/results/test-durations.md."""
+    log = os.environ.get(PROCESS_LOG)
+    if log:
+        test = os.environ.get("PYTEST_CURRENT_TEST", "").split(" ")[0]
+        with open(log, "a", encoding="utf-8") as out:
+            out.write(json.dumps({"test": test, "command": args[0] if args else "",
+                                  "seconds": round(seconds, 1), "code": code}) + "\n")
 
 
 def run(config: Path, *, validate: bool = False, **kwargs: object
