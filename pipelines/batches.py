@@ -19,7 +19,7 @@ from typing import Any
 from pyspark.sql import SparkSession
 
 from pipelines.config.model import PipelineConfig
-from pipelines.runtime.progress import input_rows, recent_progress
+from pipelines.runtime.progress import batch_key, input_rows, recent_progress
 from pipelines.sink.metrics import BatchMetrics
 from quality.backfill import committed_batches
 
@@ -55,8 +55,8 @@ class BatchFeed:
         Returns:
             How many batches were reported.
         """
-        ran = {(str(p["id"]), int(p["batchId"])): p for p in recent_progress(query)
-               if input_rows(p) and (str(p["id"]), int(p["batchId"])) not in self.reported}
+        ran = {batch_key(p): p for p in recent_progress(query)
+               if input_rows(p) and batch_key(p) not in self.reported}
         if not ran:
             return 0
         commits = {(m.query_id, m.batch_id): m for m in committed_batches(
@@ -75,8 +75,9 @@ def _replayed(config: PipelineConfig, run_id: str, progress: dict[str, Any]) -> 
     from datetime import datetime
 
     started = datetime.fromisoformat(str(progress["timestamp"]).replace("Z", "+00:00"))
+    query_id, batch_id = batch_key(progress)
     return BatchMetrics(
-        pipeline=config.name, run_id=run_id, query_id=str(progress["id"]),
-        batch_id=int(progress["batchId"]), records_in=input_rows(progress),
+        pipeline=config.name, run_id=run_id, query_id=query_id,
+        batch_id=batch_id, records_in=input_rows(progress),
         quarantined=0, duplicates_in_batch=0, duplicates_by_merge=0, inserted=0,
         duration_s=float(progress["batchDuration"]) / 1000, started_at=started, replayed=True)

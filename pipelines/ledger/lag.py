@@ -32,7 +32,7 @@ from pipelines.config.model import PipelineConfig
 from pipelines.errors import BrokerError, OwnClientUnavailable
 from pipelines.kafka import topics
 from pipelines.ledger import state
-from pipelines.runtime.progress import input_rows, recent_progress
+from pipelines.runtime.progress import batch_key, input_rows, recent_progress
 
 
 def progress_lags(progresses: Iterable[Mapping[str, Any]]) -> dict[tuple[str, int], int]:
@@ -50,7 +50,7 @@ def progress_lags(progresses: Iterable[Mapping[str, Any]]) -> dict[tuple[str, in
             latest = _offsets(source.get("latestOffset"))
             end = _offsets(source.get("endOffset"))
             lag += sum(max(0, latest[tp] - end.get(tp, latest[tp])) for tp in latest)
-        out[(str(progress["id"]), int(progress["batchId"]))] = lag
+        out[batch_key(progress)] = lag
     return out
 
 

@@ -44,3 +44,9 @@ def input_rows(progress: Mapping[str, Any]) -> int:
     if total is None:
         total = sum(int(s.get("numInputRows") or 0) for s in progress.get("sources") or [])
     return int(total)
+
+
+def batch_key(progress: Mapping[str, Any]) -> tuple[str, int]:
+    """The ``(query id, batch id)`` a progress is about: the key of a batch's commit and of
+    its run-metrics row."""
+    return str(progress["id"]), int(progress["batchId"])
