@@ -1,12 +1,13 @@
 """Which batches the run-metrics table records, read from its commit log by file name.
 
 Every write of run-metrics rows marks its commit's ``userMetadata`` with the ``(query id, batch
-id)`` keys it writes (:func:`stamp`). At each start the backfill must know whether a batch
-committed to the target lacks its row; asking Spark costs a Delta snapshot of both tables and
-several jobs (about 10 s of a cold scheduled run). :func:`all_recorded` answers the common case
-from a few small file reads: it opens the newest commit files of both tables by name
-(:mod:`pipelines.ledger.deltalog`, through Spark's binaryFile source: a one-task job each) and
-finds each of the target's recent batches in a marked metrics commit.
+id)`` keys it writes, per pipeline (:func:`stamp`; a group's one write, :func:`stamp_rows`). At
+each start the backfill must know whether a batch committed to the target lacks its row; asking
+Spark costs a Delta snapshot of both tables and several jobs (about 10 s of a cold scheduled
+run). :func:`all_recorded` answers the common case from a few small file reads: it opens the
+newest commit files of both tables by name (:mod:`pipelines.ledger.deltalog`, through Spark's
+binaryFile source: a one-task job each) and finds each of the target's recent batches in a
+marked metrics commit.
 
 It can only answer "all recorded", never "missing": any doubt sends the backfill to its Spark
 read, as before. A doubt is a key not found within the commits it reads, a table addressed by
@@ -18,7 +19,7 @@ is always found and written.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from pyspark.sql import SparkSession
@@ -43,15 +44,33 @@ def stamp(pipeline: str, rows: Iterable[Mapping[str, Any]]) -> str:
     return json.dumps({STAMP_KEY: {"pipeline": pipeline, "keys": keys}}, separators=(",", ":"))
 
 
+def stamp_rows(rows: Sequence[Mapping[str, Any]]) -> str | None:
+    """The userMetadata of a write of ``rows``, which name their pipeline: :func:`stamp` for one
+    pipeline; for several (a group's one write, ``quality/group_book.py``) each pipeline's keys
+    under ``pipelines``. None for no rows."""
+    pipelines = sorted({str(r["pipeline"]) for r in rows})
+    if len(pipelines) <= 1:
+        return stamp(pipelines[0], rows) if pipelines else None
+    keys = {p: sorted({(str(r["query_id"]), int(r["batch_id"])) for r in rows
+                       if r["pipeline"] == p}) for p in pipelines}
+    return json.dumps({STAMP_KEY: {"pipelines": keys}}, separators=(",", ":"))
+
+
 def stamped(commit: LogCommit, pipeline: str) -> set[Key]:
     """The keys of ``pipeline`` that ``commit`` marks as written (none if it has no mark)."""
     try:
         body = json.loads(commit.userMetadata or "")[STAMP_KEY]
     except (ValueError, TypeError, KeyError):
         return set()
-    if not isinstance(body, dict) or body.get("pipeline") != pipeline:
+    if not isinstance(body, dict):
         return set()
-    return {(str(q), int(b)) for q, b in body.get("keys", [])}
+    if isinstance(body.get("pipelines"), dict):  # a group's write: several pipelines
+        keys = body["pipelines"].get(pipeline, [])
+    elif body.get("pipeline") == pipeline:
+        keys = body.get("keys", [])
+    else:
+        return set()
+    return {(str(q), int(b)) for q, b in keys}
 
 
 def keeps_rows(commit: LogCommit) -> bool:

@@ -47,7 +47,7 @@ from pipelines.sink.commit import USER_METADATA, with_conflict_retry
 from pipelines.sink.metrics import BatchMetrics
 from pipelines.sink.tables import add_missing_columns
 from pipelines.tables import TableRef
-from quality.metrics_log import stamp
+from quality.metrics_log import stamp_rows
 from quality.model import ValidationReport
 
 RESULTS_SCHEMA = StructType([
@@ -185,6 +185,27 @@ def _session_with(spark: SparkSession, metadata: str | None) -> SparkSession:
     return session
 
 
+def verdict_rows(report: ValidationReport) -> list[dict[str, Any]]:
+    """The quality-results rows of ``report``: one per expectation."""
+    return [{
+        "run_id": report.run_id, "pipeline": report.pipeline,
+        "table_version": report.table_version, "expectation": r.expectation,
+        "column": r.column, "success": r.success, "observed_value": r.observed_value,
+        "unexpected_count": r.unexpected_count, "sample_keys": ",".join(r.sample_keys),
+        "validated_at": report.validated_at,
+    } for r in report.results]
+
+
+def insert_verdicts(spark: SparkSession, ref: TableRef,
+                    reports: Sequence[ValidationReport]) -> None:
+    """Record the rows of ``reports`` (of one pipeline or several) in one insert-only MERGE.
+
+    Idempotent per ``(run_id, expectation, column)``: recording the same run again adds nothing.
+    """
+    rows = [row for report in reports for row in verdict_rows(report)]
+    insert_new(spark, ref, RESULTS_SCHEMA, rows, RESULTS_KEY)
+
+
 def write_validation_results(
     spark: SparkSession, config: PipelineConfig, report: ValidationReport
 ) -> None:
@@ -197,14 +218,19 @@ def write_validation_results(
         config: the pipeline configuration (``quality.results_ref``).
         report: the validation to record.
     """
-    rows = [{
-        "run_id": report.run_id, "pipeline": report.pipeline,
-        "table_version": report.table_version, "expectation": r.expectation,
-        "column": r.column, "success": r.success, "observed_value": r.observed_value,
-        "unexpected_count": r.unexpected_count, "sample_keys": ",".join(r.sample_keys),
-        "validated_at": report.validated_at,
-    } for r in report.results]
-    insert_new(spark, config.quality.results_ref, RESULTS_SCHEMA, rows, RESULTS_KEY)
+    insert_verdicts(spark, config.quality.results_ref, [report])
+
+
+def insert_metrics(spark: SparkSession, ref: TableRef, batches: Sequence[BatchMetrics]) -> None:
+    """Record the rows of ``batches`` (of one pipeline or several) in one insert-only MERGE.
+
+    Replayed batches are skipped; a row goes in only if its ``(pipeline, query_id, batch_id)``
+    is new. The commit is marked with every row's key (``quality/metrics_log.py``).
+    """
+    now = datetime.now(UTC)
+    rows = [{**b.as_row(), "recorded_at": now} for b in batches if not b.replayed]
+    insert_new(spark, ref, METRICS_SCHEMA, rows, METRICS_KEY, METRICS_PARTITION,
+               metadata=stamp_rows(rows))
 
 
 def write_run_metrics(
@@ -220,7 +246,4 @@ def write_run_metrics(
         config: the pipeline configuration (``quality.metrics_ref``).
         batches: the batches of a run, in any order.
     """
-    now = datetime.now(UTC)
-    rows = [{**b.as_row(), "recorded_at": now} for b in batches if not b.replayed]
-    insert_new(spark, config.quality.metrics_ref, METRICS_SCHEMA, rows, METRICS_KEY,
-               METRICS_PARTITION, metadata=stamp(config.name, rows))
+    insert_metrics(spark, config.quality.metrics_ref, batches)

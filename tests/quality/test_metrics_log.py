@@ -14,7 +14,7 @@ from pipelines.kafka.produce import produce_events
 from pipelines.ledger.deltalog import LogCommit
 from pipelines.run import run_pipeline
 from quality.backfill import WINDOW, backfill_run_metrics
-from quality.metrics_log import all_recorded, keeps_rows, stamp, stamped
+from quality.metrics_log import all_recorded, keeps_rows, stamp, stamp_rows, stamped
 from tests.support.configs import make_config
 from tests.support.jobs import spark_jobs
 
@@ -33,6 +33,20 @@ def test_a_stamp_names_its_pipelines_keys_and_nothing_else() -> None:
     assert stamped(commit("MERGE", None), "orders") == set()
     assert stamped(commit("MERGE", '{"deltasink": {"pipeline": "orders"}}'), "orders") == set()
     assert stamped(commit("MERGE", "not json"), "orders") == set()
+
+
+def test_a_group_stamp_names_each_pipelines_own_keys() -> None:
+    rows = [{"pipeline": "orders", "query_id": "q", "batch_id": 3},
+            {"pipeline": "clicks", "query_id": "r", "batch_id": 0},
+            {"pipeline": "orders", "query_id": "q", "batch_id": 4}]
+    mark = stamp_rows(rows)
+    assert mark is not None
+
+    assert stamped(commit("MERGE", mark), "orders") == {("q", 3), ("q", 4)}
+    assert stamped(commit("MERGE", mark), "clicks") == {("r", 0)}
+    assert stamped(commit("MERGE", mark), "views") == set()
+    assert stamp_rows(rows[:1]) == stamp("orders", rows[:1])  # one pipeline: the plain mark
+    assert stamp_rows([]) is None
 
 
 @pytest.mark.parametrize(("operation", "params", "metrics", "keeps"), [
