@@ -11,6 +11,9 @@ run at once, each on a thread of its own. Validations run one at a time (Great E
 not known to be thread-safe), beside the streams still running. One pipeline's failure (bad
 auth, a missing topic, a failed validation) is that pipeline's outcome: it never stops the
 others, and the others' commits are theirs alone.
+
+The bookkeeping tables the pipelines share (verdicts, run metrics) are written once for the
+group, when every pipeline has ended: one keyed MERGE per table (``quality/group_book.py``).
 """
 
 from __future__ import annotations
@@ -19,7 +22,7 @@ import threading
 import time
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from pyspark.sql import SparkSession
 
@@ -62,9 +65,13 @@ def run_group(spark: SparkSession, configs: Sequence[PipelineConfig], *, paralle
 
     Returns:
         One outcome per config, in the order given. Never raises for one pipeline's failure;
-        a stop signal (Ctrl-C, SIGTERM) stops every stream after its current batch.
+        a stop signal (Ctrl-C, SIGTERM) stops every stream after its current batch. A pipeline
+        whose verdict could not be recorded has that as its error.
     """
+    from quality.group_book import GroupBook
+
     say = progress or print
+    book = GroupBook()
     printing = threading.Lock()  # one whole line at a time
     validating = threading.Lock()  # one validation at a time
     sessions: list[SparkSession] = []
@@ -84,12 +91,13 @@ def run_group(spark: SparkSession, configs: Sequence[PipelineConfig], *, paralle
                 raise KeyboardInterrupt
             session = own_session(spark)
             sessions.append(session)
-            result = run_pipeline(session, config, validate=False, progress=tell)
+            result = run_pipeline(session, config, validate=False, progress=tell,
+                                  metrics_to=book.metrics_of(config))
             if validate and config.quality.enabled and not SIGNALS:
                 from quality.cadence import validate_run
 
                 with validating:
-                    validate_run(session, config, result, tell)
+                    validate_run(session, config, result, tell, record=book.verdicts_of(config))
                 return Outcome(config.name, time.monotonic() - started, result, validated=True)
             return Outcome(config.name, time.monotonic() - started, result)
         except (Exception, KeyboardInterrupt) as exc:
@@ -98,11 +106,14 @@ def run_group(spark: SparkSession, configs: Sequence[PipelineConfig], *, paralle
     pool = ThreadPoolExecutor(max_workers=max(1, parallel), thread_name_prefix="deltasink-group")
     futures = [pool.submit(member, config) for config in configs]
     try:
-        return [future.result() for future in futures]
+        outcomes = [future.result() for future in futures]
     except KeyboardInterrupt:  # the main thread: stop every stream, then collect the outcomes
         for session in list(sessions):
             for query in session.streams.active:
                 query.stop()
-        return [future.result() for future in futures]
+        outcomes = [future.result() for future in futures]
     finally:
         pool.shutdown(wait=True, cancel_futures=True)
+    unrecorded = book.write(spark, say)
+    return [replace(o, error=unrecorded[o.name], validated=False)
+            if o.name in unrecorded and o.error is None else o for o in outcomes]

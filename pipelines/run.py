@@ -54,7 +54,8 @@ _TRANSIENT = ("TimeoutException", "Timed out waiting", "DisconnectException",
 
 def run_pipeline(spark: SparkSession, config: PipelineConfig, *, trigger: str = "available-now",
                  interval: str = "10s", validate: bool = True,
-                 progress: Progress | None = None, phases: Phases | None = None) -> RunResult:
+                 progress: Progress | None = None, phases: Phases | None = None,
+                 metrics_to: Callable[[list[BatchMetrics]], None] | None = None) -> RunResult:
     """Stream Kafka into the Delta target until caught up (or forever), then validate.
 
     Args:
@@ -69,6 +70,9 @@ def run_pipeline(spark: SparkSession, config: PipelineConfig, *, trigger: str = 
         phases: adds the seconds of each phase (source, preflight, tables, lease: the wait for
             the lease, resume, stream, validate) to this clock, for the ``timings:`` line of
             ``deltasink run``.
+        metrics_to: takes the run-metrics rows of the query's end instead of the run's own
+            write: a group run writes all its pipelines' rows in one commit. Not with
+            ``quality.max_staleness``, whose check reads the rows: that run writes its own.
 
     Returns:
         The run's batches and totals.
@@ -101,7 +105,8 @@ def run_pipeline(spark: SparkSession, config: PipelineConfig, *, trigger: str = 
         if config.quality.enabled:  # per batch, so crashed and unvalidated runs count too
             from quality.recorder import MetricsRecorder
 
-            recorder = MetricsRecorder(client, config, say)  # never fails a committed batch
+            keep = metrics_to if config.quality.max_staleness is None else None
+            recorder = MetricsRecorder(client, config, say, keep)  # never fails a batch
             harvest = harvester(recorder.flush, say)
             if config.quality.max_staleness is None:  # the staleness check reads those rows
                 harvest = _final_aside(harvest, aside)

@@ -33,8 +33,11 @@ Progress = Callable[[str], None]
 
 
 def validate_run(spark: SparkSession, config: PipelineConfig, result: RunResult,
-                 say: Progress) -> None:
+                 say: Progress, record: Callable[[ValidationReport], None] | None = None) -> None:
     """Validate the partitions the run touched (its metrics rows were written as its query ended).
+
+    ``record`` records the verdicts instead of the validation itself (a group run's, once for
+    all its pipelines); a failed validation is handed to it too, before the error.
 
     Raises:
         QualityError: an expectation failed (each failure is printed first).
@@ -42,7 +45,7 @@ def validate_run(spark: SparkSession, config: PipelineConfig, result: RunResult,
     from quality.validate import validate_table
 
     faults.maybe_crash("during_validation")
-    report = validate_table(spark, config, run=result)
+    report = validate_table(spark, config, run=result, record=record)
     for line in report.summary_lines():
         say(line)
     if not report.success:

@@ -59,9 +59,14 @@ def ready(rows: list[BatchMetrics], lags: Lags) -> int:
 class MetricsRecorder:
     """Buffers each batch's metrics row and writes them; a failure is a warning, never an error."""
 
-    def __init__(self, spark: SparkSession, config: PipelineConfig, say: Say) -> None:
-        """Record into ``config.quality.metrics_ref`` with ``spark``; warnings go to ``say``."""
-        self.spark, self.config, self.say = spark, config, say
+    def __init__(self, spark: SparkSession, config: PipelineConfig, say: Say,
+                 final_to: Callable[[list[BatchMetrics]], None] | None = None) -> None:
+        """Record into ``config.quality.metrics_ref`` with ``spark``; warnings go to ``say``.
+
+        ``final_to`` takes the rows of the final flush instead of a write here: a group run
+        writes every pipeline's in one commit (``quality/group_book.py``).
+        """
+        self.spark, self.config, self.say, self.final_to = spark, config, say, final_to
         self.buffer: list[BatchMetrics] = []  # committed, not written yet (commit order)
         self.pending: list[BatchMetrics] = []  # rows whose write failed, retried by MERGE
         self.failing = False
@@ -91,6 +96,10 @@ class MetricsRecorder:
             due, self.buffer = rows[:count], rows[count:]
         retry = with_lags(self.pending, lags)
         if not due and not retry:
+            return True
+        if final and self.final_to is not None:  # written by the group, with the keyed MERGE
+            self.final_to([*retry, *due])
+            self.pending, self.failing = [], False
             return True
         try:
             if retry:  # a failed write may have committed: the keyed MERGE adds no twin

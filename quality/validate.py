@@ -9,7 +9,7 @@ Data Docs. Failed expectations are reported, never raised: the caller decides wh
 from __future__ import annotations
 
 import uuid
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from datetime import UTC, date, datetime
 from pathlib import Path
 
@@ -93,6 +93,7 @@ def validate_table(
     dates: Sequence[date] | None = None,
     run: RunResult | None = None,
     version: int | None = None,
+    record: Callable[[ValidationReport], None] | None = None,
 ) -> ValidationReport:
     """Validate the target table of ``config`` and record the verdicts.
 
@@ -110,6 +111,9 @@ def validate_table(
             Without it the report gets an ad-hoc id (``adhoc-<uuid>``).
         version: the snapshot to judge (a cadence stretch's last commit, whatever the stream
             committed since); default the latest version when validation starts.
+        record: records the report's verdicts instead of this call (a group run writes all
+            its pipelines' verdicts in one commit, ``quality/group_book.py``); default: written
+            to ``quality.results_ref`` here.
 
     The lag and staleness checks (:func:`freshness_outcomes`) are added whenever their
     thresholds are set, with or without target rows.
@@ -152,6 +156,8 @@ def validate_table(
         validated_at=validated_at,
         docs_index=docs_index,
     )
-    if results:
+    if results and record is not None:
+        record(report)
+    elif results:
         write_validation_results(spark, config, report)
     return report

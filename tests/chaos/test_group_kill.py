@@ -9,11 +9,13 @@ from pathlib import Path
 
 import pytest
 from pyspark.sql import SparkSession
+from pyspark.sql import functions as F
 
 from pipelines.cli import main
 from pipelines.config.loader import load_config
 from pipelines.kafka.broker import EmbeddedBroker
 from pipelines.kafka.produce import produce_events
+from quality.backfill import backfill_run_metrics
 from tests.chaos.conftest import PROFILES, Profile, record
 from tests.support import runner
 from tests.support.checker import check
@@ -62,3 +64,9 @@ def test_a_sigkilled_group_run_then_a_rerun_is_exact_for_every_pipeline(
     for verdict in verdicts:
         record("9 group run SIGKILLed, rerun", profile, verdict, f"killed {delay:.1f}s in")
     assert all(v.clean for v in verdicts), (seed, verdicts)
+    # The run-metrics rows the kill left unwritten were backfilled at the rerun's start, and the
+    # rerun's own went in with the group's one write: every committed batch has one row.
+    for cfg in configs:
+        rows = cfg.quality.metrics_ref.read(spark).where(F.col("pipeline") == cfg.name)
+        assert rows.count() == rows.select("query_id", "batch_id").distinct().count() > 0
+        assert backfill_run_metrics(spark, cfg) == [], (seed, cfg.name)  # none missing

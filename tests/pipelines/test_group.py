@@ -15,7 +15,8 @@ from pathlib import Path
 
 import pytest
 from confluent_kafka import Producer
-from pyspark.sql import SparkSession
+from pyspark.sql import Row, SparkSession
+from pyspark.sql import functions as F
 
 from pipelines.cli import main
 from pipelines.cli.group import GROUP_DIR, worst
@@ -24,7 +25,9 @@ from pipelines.config.model import PipelineConfig
 from pipelines.kafka.broker import EmbeddedBroker
 from pipelines.kafka.produce import produce_events
 from pipelines.kafka.topics import ensure_topic
+from pipelines.ledger.deltalog import LogCommit
 from pipelines.runtime.connect_server import ConnectServer
+from quality.metrics_log import stamped
 from tests.support import runner
 from tests.support.checker import check
 from tests.support.configs import write_config
@@ -76,13 +79,19 @@ def test_the_worst_exit_code_wins() -> None:
     assert worst([]) == 0
 
 
+def history(spark: SparkSession, ref_path: str | None) -> list[Row]:
+    """A path table's commits, oldest first."""
+    return spark.sql(f"DESCRIBE HISTORY delta.`{ref_path}`").orderBy("version").collect()
+
+
 def test_run_all_lands_each_pipeline_once_and_a_failing_one_stops_no_other(
         spark: SparkSession, broker: EmbeddedBroker, tmp_path: Path,
         capsys: pytest.CaptureFixture[str]) -> None:
     bootstrap = broker.bootstrap_servers
     folder, topics = copy_group(tmp_path, bootstrap)
-    # No poison: orders_bronze's suite allows 1% quarantined (its own tests cover the quarantine).
-    orders = produce_events(bootstrap, topics["orders_bronze"], 120, duplicate_rate=0.2, seed=41)
+    # orders_bronze's suite allows 1% quarantined: 5% poison fails its validation, and only its.
+    orders = produce_events(bootstrap, topics["orders_bronze"], 120, duplicate_rate=0.2,
+                            poison_rate=0.05, seed=41)
     lines = produce_lines(bootstrap, topics["order_lines"], 0, 80)
     bronze = load_config(folder / "orders_bronze.yml", environ={})
     order_lines = load_config(folder / "order_lines.yml", environ={})
@@ -90,15 +99,35 @@ def test_run_all_lands_each_pipeline_once_and_a_failing_one_stops_no_other(
     capsys.readouterr()
     code = main(["run", "--all", str(folder)])
     out, err = capsys.readouterr()
-    assert code == 0, out[-3000:] + err[-3000:]
-    assert err == "", err[-3000:]
+    assert code == 3, out[-3000:] + err[-3000:]  # a failed validation's code
+    assert re.fullmatch(r"orders_bronze: exit 3 after \d+s: data quality check failed: validation "
+                        r"failed for run \w+; see the failing expectations above\n", err), err
     assert "group: 2 pipelines, up to 2 at a time, in one Spark session" in out
-    assert re.search(r"^orders_bronze: ok in \d+s: \d+ batches, in=\d+ inserted=120 "
-                     r"quarantined=\d+; validation passed$", out, re.M), out[-3000:]
     assert re.search(r"^order_lines: ok in \d+s: \d+ batches, in=160 inserted=80 "
                      r"quarantined=0; validation passed$", out, re.M), out[-3000:]
-    assert out.rstrip().endswith("group: 2 pipelines, 2 ok, 0 failed")
+    assert out.rstrip().endswith("group: 2 pipelines, 1 ok, 1 failed")
     assert "[orders_bronze] run " in out and "[order_lines] run " in out  # prefixed progress
+
+    # The verdicts, the failed one too, went in as one commit for both pipelines.
+    results = bronze.quality.results_ref
+    assert results == order_lines.quality.results_ref
+    assert f"group: the verdicts of 2 pipelines recorded in {results.describe()}, one commit" in out
+    assert [c["operation"] for c in history(spark, results.path)] == ["CREATE TABLE", "MERGE"]
+    verdicts = results.read(spark).groupBy("pipeline").agg(
+        F.min(F.col("success").cast("int")).alias("passed")).collect()
+    assert {(r["pipeline"], r["passed"]) for r in verdicts} == {("orders_bronze", 0),
+                                                                 ("order_lines", 1)}
+    # orders_bronze's run-metrics rows, the group's one MERGE; order_lines (quality.max_staleness
+    # reads its rows) wrote its own before it validated. One row per batch, each once.
+    metrics = bronze.quality.metrics_ref
+    merges = [c for c in history(spark, metrics.path) if c["operation"] == "MERGE"]
+    assert len(merges) == 1, merges
+    rows = metrics.read(spark).where("pipeline = 'orders_bronze'").collect()
+    keys = {(r["query_id"], r["batch_id"]) for r in rows}
+    assert len(rows) == len(keys) > 0
+    mark = LogCommit(0, merges[0]["timestamp"], "MERGE", {}, merges[0]["userMetadata"])
+    assert stamped(mark, "orders_bronze") == keys
+    assert metrics.read(spark).where("pipeline = 'order_lines'").count() > 0
 
     # Again, with more events and two pipelines that fail: a topic that does not exist, and a
     # config that does not parse. The two good ones land; each failure is one line.
@@ -124,6 +153,9 @@ def test_run_all_lands_each_pipeline_once_and_a_failing_one_stops_no_other(
     assert re.search(r"^order_lines: ok in \d+s: .* inserted=20 .*; not validated$", out,
                      re.M), out[-3000:]
     assert out.rstrip().endswith("group: 4 pipelines, 2 ok, 2 failed")
+    # orders_bronze's rows in the group's write; order_lines (max_staleness) wrote its own.
+    assert f"group: the run metrics of orders_bronze recorded in {metrics.describe()}, one " \
+        "commit" in out, out[-3000:]
 
     verdict = check(spark, bronze, [*orders.event_ids, *more.event_ids],
                     sum(orders.poison.values()))
@@ -154,6 +186,8 @@ def test_a_group_through_spark_connect_lands_each_pipeline_once(
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
     assert "java" not in children, children
     assert done.stdout.rstrip().endswith("group: 2 pipelines, 2 ok, 0 failed"), done.stdout
+    # Both pipelines' run-metrics rows in one write through the group's Connect session.
+    assert "group: the run metrics of 2 pipelines recorded in " in done.stdout, done.stdout
     for cfg, events in zip(configs, sent, strict=True):
         verdict = check(spark, cfg, events.event_ids, sum(events.poison.values()))
         assert verdict.clean, (cfg.name, verdict)
