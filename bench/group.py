@@ -11,6 +11,13 @@ untimed run created (what every scheduled trigger but the first pays):
 With ``--passes 2`` the second pass runs them in reverse order. Writes
 ``bench/results/group.{md,json}``; the goals (issue 35 §4) are a group of 8 within 1.3x the
 plain job of 8, and a single cold run within 1.5x the plain job of 1.
+
+The pipelines' configs lie in one folder, as a team's ``notebooks/pipelines.d`` does, so they
+share the default bookkeeping tables (run metrics, verdicts) as they would in a workspace.
+``--baseline DELTASINK`` adds a fourth kind, **baseline**: the group run by another build's
+``deltasink`` (an older clone's ``.venv/bin/deltasink``), timed in turn with the others, for
+an A/B of a change; ``--kinds`` picks the kinds (the output is then not the published report:
+give ``--out``).
 """
 
 from __future__ import annotations
@@ -32,6 +39,7 @@ from pipelines.kafka.produce import produce_events
 
 RESULTS = Path(__file__).resolve().parent / "results"
 KINDS = ("plain", "group", "separate")
+BASELINE = "baseline"
 ROOT = Path(__file__).resolve().parent.parent
 
 
@@ -41,10 +49,12 @@ def say(text: str) -> None:
 
 
 def _config(work: Path, bootstrap: str, topic: str, batch: int) -> Path:
-    """A config with the required keys (and the plain job's batch size) for ``topic``."""
+    """A config with the required keys (and the plain job's batch size) for ``topic``, in
+    ``work/pipelines.d``: the quality tables' default paths are relative to it, so shared."""
     folder = work / topic
     folder.mkdir(parents=True, exist_ok=True)
-    path = folder / "pipeline.yml"
+    path = work / "pipelines.d" / f"{topic}.yml"
+    path.parent.mkdir(exist_ok=True)
     path.write_text(yaml.safe_dump({
         "name": topic, "checkpoint": str(folder / "checkpoint"),
         "source": {"bootstrap_servers": bootstrap, "topics": [topic],
@@ -65,16 +75,20 @@ def _timed(command: list[str], work: Path, extra_env: dict[str, str] | None = No
     return time.monotonic() - mark
 
 
-def run_kind(kind: str, bootstrap: str, topics: list[str], work: Path, batch: int) -> float:
-    """Wall seconds of one cell: the plain job, the group run, or the separate runs in turn."""
+def run_kind(kind: str, bootstrap: str, topics: list[str], work: Path, batch: int,
+             baseline: str | None = None) -> float:
+    """Wall seconds of one cell: the plain job, the group run (``baseline``'s build for the
+    baseline kind), or the separate runs in turn."""
     deltasink = str(Path(sys.executable).with_name("deltasink"))
+    if kind == BASELINE:
+        deltasink, kind = str(baseline), "group-baseline"
     folder = work / kind
     folder.mkdir(parents=True, exist_ok=True)
     if kind == "plain":
         return _timed([sys.executable, "-m", "bench.plain_group", bootstrap, str(folder),
                        str(batch), *topics], folder, {"PYTHONPATH": str(ROOT)})
     configs = [str(_config(folder, bootstrap, topic, batch)) for topic in topics]
-    if kind == "group":
+    if kind.startswith("group"):
         return _timed([deltasink, "run", *[a for c in configs for a in ("--config", c)]],
                       folder)
     return sum(_timed([deltasink, "run", "--config", c], folder) for c in configs)
@@ -93,22 +107,42 @@ def render(results: dict[int, dict[str, list[float]]], meta: dict[str, Any]) -> 
              "| events/s per core: plain | group | separate |",
              "|---|---|---|---|---|---|---|---|---|"]
     for count, runs in sorted(results.items()):
-        plain, group, separate = (statistics.median(runs[k]) for k in KINDS)
-        events = count * meta["events"]
-        lines.append(f"| {count} | {plain:.1f} | {group:.1f} | {group / plain:.2f}x | "
-                     f"{separate:.1f} | {separate / plain:.2f}x | "
-                     f"{events / plain / cores:,.0f} | {events / group / cores:,.0f} | "
-                     f"{events / separate / cores:,.0f} |")
+        med = {k: statistics.median(v) for k, v in runs.items() if v}
+        plain, group, separate = (med.get(k) for k in KINDS)
+        cells = [f"{count}", _seconds(plain), _seconds(group), _ratio(group, plain),
+                 _seconds(separate), _ratio(separate, plain)]
+        cells += [f"{count * meta['events'] / med[k] / cores:,.0f}" if k in med else "-"
+                  for k in KINDS]
+        lines.append("| " + " | ".join(cells) + " |")
+    if any(runs.get(BASELINE) for runs in results.values()):
+        lines += ["", f"Group run against the baseline build ({meta.get('baseline')}), the "
+                  "ratio taken pass by pass:", "",
+                  "| pipelines | group s | baseline s | group / baseline per pass |",
+                  "|---|---|---|---|"]
+        for count, runs in sorted(results.items()):
+            pairs = list(zip(runs.get("group", []), runs.get(BASELINE, []), strict=False))
+            if pairs:
+                lines.append(f"| {count} | {statistics.median(a for a, _ in pairs):.1f} | "
+                             f"{statistics.median(b for _, b in pairs):.1f} | "
+                             + ", ".join(f"{a / b:.2f}" for a, b in pairs) + " |")
     lines += ["", "Goals (issue 35 §4):", ""]
     for count, goal, what in ((8, 1.3, "a group of 8 within 1.3x the plain job of 8"),
                               (1, 1.5, "a single cold run within 1.5x the plain job of 1")):
         cell = results.get(count)
-        if cell is None:
+        if not cell or not cell.get("group") or not cell.get("plain"):
             lines.append(f"- {what}: not measured")
             continue
         ratio = statistics.median(cell["group"]) / statistics.median(cell["plain"])
         lines.append(f"- {what}: {ratio:.2f}x, {'met' if ratio <= goal else 'missed'}")
     return "\n".join(lines) + "\n"
+
+
+def _seconds(value: float | None) -> str:
+    return "-" if value is None else f"{value:.1f}"
+
+
+def _ratio(value: float | None, plain: float | None) -> str:
+    return "-" if value is None or not plain else f"{value / plain:.2f}x"
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -124,12 +158,24 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--prime", type=int, default=1000,
                         help="events of the untimed first runs (default: %(default)s)")
     parser.add_argument("--out", type=Path, default=RESULTS, help="report folder")
+    parser.add_argument("--kinds", default=",".join(KINDS),
+                        help="comma-separated kinds to time (default: %(default)s)")
+    parser.add_argument("--baseline", metavar="DELTASINK",
+                        help="also time the group run with this deltasink executable")
     args = parser.parse_args(argv)
     counts = [int(c) for c in args.counts.split(",")]
+    kinds = tuple(k for k in args.kinds.split(",") if k)
+    if args.baseline:
+        kinds = (*kinds, BASELINE)
+    unknown = set(kinds) - {*KINDS, BASELINE}
+    if unknown:
+        parser.error(f"--kinds: unknown {', '.join(sorted(unknown))}; choose from "
+                     f"{', '.join(KINDS)}")
     meta: dict[str, Any] = {"started": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
                             "host": os.uname().nodename, "load_start": env.load(),
                             "passes": args.passes, "batch": args.batch, "events": args.events,
-                            "counts": counts, "cores": os.cpu_count() or 1}
+                            "counts": counts, "cores": os.cpu_count() or 1,
+                            "baseline": args.baseline}
     results: dict[int, dict[str, list[float]]] = {}
     with tempfile.TemporaryDirectory(prefix="deltasink-group-") as tmp:
         work = Path(tmp)
@@ -139,16 +185,18 @@ def main(argv: list[str] | None = None) -> int:
                 topics = [f"group{count}_{i}" for i in range(count)]
                 for i, topic in enumerate(topics):
                     produce_events(bootstrap, topic, args.prime, seed=100 + i, partitions=4)
-                for kind in KINDS:  # creates the tables and checkpoints; untimed
-                    run_kind(kind, bootstrap, topics, work / str(count), args.batch)
+                for kind in kinds:  # creates the tables and checkpoints; untimed
+                    run_kind(kind, bootstrap, topics, work / str(count), args.batch,
+                             args.baseline)
                 say(f"{count} pipelines: first runs done on {args.prime:,} events each")
-                results[count] = {k: [] for k in KINDS}
+                results[count] = {k: [] for k in kinds}
                 for n in range(args.passes):
                     for i, topic in enumerate(topics):
                         produce_events(bootstrap, topic, args.events, seed=200 + 10 * n + i,
                                        partitions=4)
-                    for kind in (KINDS if n % 2 == 0 else tuple(reversed(KINDS))):
-                        took = run_kind(kind, bootstrap, topics, work / str(count), args.batch)
+                    for kind in (kinds if n % 2 == 0 else tuple(reversed(kinds))):
+                        took = run_kind(kind, bootstrap, topics, work / str(count), args.batch,
+                                        args.baseline)
                         results[count][kind].append(took)
                         say(f"{count} pipelines, {kind} (pass {n + 1}): {took:.1f}s "
                             f"(load {env.load()})")
