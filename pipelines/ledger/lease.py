@@ -26,17 +26,16 @@ A commit is all or nothing, so no lease is ever left half written. The table kee
 log (``delta.logRetentionDuration``): a renewal every 20 s does not grow it without bound.
 
 A run holds it through ``pipelines/ledger/single_writer.py``, which adds the local ``flock``.
+The table's SQL, its creation and the row as read are in ``pipelines/ledger/lease_table.py``.
 """
 
 from __future__ import annotations
 
 import os
 import socket
-import time
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
 
 from pyspark.sql import SparkSession
 from pyspark.sql.streaming.query import StreamingQuery
@@ -44,6 +43,8 @@ from pyspark.sql.streaming.readwriter import DataStreamWriter
 
 from pipelines import faults
 from pipelines.errors import CheckpointError
+from pipelines.ledger import lease_table
+from pipelines.ledger.lease_table import Holder, conflict, missing, quote, sql_name
 from pipelines.runtime.processes import pid_alive
 
 #: A lease not renewed for this long (by the Spark server's clock) belongs to a run that is gone.
@@ -58,51 +59,6 @@ RENEW_EVERY = 20.0
 #: Process state by nature, as the pid it stands in for; only ever added to before the UPDATE
 #: that takes a lease, so no reader of this process sees a lease it holds as dead.
 _HELD_HERE: set[str] = set()
-#: How often a racing acquire (table creation, the slot row) is tried before it gives up.
-_ATTEMPTS = 5
-_COLUMNS = ("slot INT, token STRING, pipeline STRING, host STRING, pid BIGINT, "
-            "renewed_at TIMESTAMP")
-#: The lease row's columns other than ``slot``, held by nobody.
-_FREE_ROW = ("CAST(NULL AS STRING) AS token, CAST(NULL AS STRING) AS pipeline, "
-             "CAST(NULL AS STRING) AS host, CAST(NULL AS BIGINT) AS pid, "
-             "CAST(NULL AS TIMESTAMP) AS renewed_at")
-_PROPERTIES = ("'delta.logRetentionDuration' = 'interval 1 hours', "
-               "'delta.checkpointInterval' = '10', "
-               "'delta.enableDeletionVectors' = 'false'")
-
-
-def _quote(text: str) -> str:
-    """A SQL string literal."""
-    return "'" + text.replace("\\", "\\\\").replace("'", "\\'") + "'"
-
-
-def _missing(exc: BaseException) -> bool:
-    """Whether ``exc`` says the lease table is not there (or has no commit yet)."""
-    text = str(exc)
-    return any(sign in text for sign in ("PATH_NOT_FOUND", "DELTA_MISSING_DELTA_TABLE",
-                                         "is not a Delta table", "DELTA_TABLE_NOT_FOUND"))
-
-
-def _conflict(exc: BaseException) -> bool:
-    """Whether ``exc`` is a lost race: a concurrent commit, or two creations of the table (the
-    loser of a table's first commit sees ``DELTA_PROTOCOL_CHANGED``/``DELTA_METADATA_CHANGED``)."""
-    text = f"{type(exc).__name__}: {exc}"
-    return any(sign in text for sign in (
-        "Concurrent", "DELTA_CONCURRENT", "DELTA_PROTOCOL_CHANGED", "DELTA_METADATA_CHANGED",
-        "already exists", "TABLE_OR_VIEW_ALREADY_EXISTS", "DELTA_TABLE_ALREADY_EXISTS"))
-
-
-@dataclass(frozen=True)
-class Holder:
-    """The lease row as read: who holds it, and how long ago it was renewed."""
-
-    token: str | None
-    pipeline: str | None
-    host: str | None
-    pid: int
-    age_s: float
-
-
 @dataclass(frozen=True)
 class Lease:
     """This run's claim on a checkpoint. Holds no session: it is picklable, so the
@@ -128,44 +84,19 @@ class Lease:
         """Where the lease lives (a Delta table's folder)."""
         return f"{self.location.rstrip('/')}/_deltasink/lease_table"
 
-    @property
-    def _sql_name(self) -> str:
-        return "delta.`" + self.table.replace("`", "``") + "`"
-
-    def _ensure(self, spark: SparkSession) -> None:
-        """Create the table and its one row unless they exist (safe to race).
-
-        A creation cut short by a kill leaves a ``_delta_log`` folder with no commit in it: the
-        SQL ``CREATE TABLE IF NOT EXISTS`` then does nothing and ``CREATE`` refuses a location
-        that is not empty, so the table is created by appending its row instead (a DataFrame
-        write accepts such a folder). Two runs that do it at once conflict on the new table's
-        metadata; the loser retries and finds the row.
-        """
-        for attempt in range(_ATTEMPTS):
-            try:
-                spark.sql(f"CREATE TABLE IF NOT EXISTS {self._sql_name} ({_COLUMNS}) "
-                          f"USING delta TBLPROPERTIES ({_PROPERTIES})")
-                spark.sql(f"MERGE INTO {self._sql_name} t USING (SELECT 0 AS slot) s "
-                          "ON t.slot = s.slot WHEN NOT MATCHED THEN INSERT (slot) VALUES (0)"
-                          ).collect()
-                return
-            except Exception as exc:
-                if _missing(exc) and attempt < _ATTEMPTS - 1:
-                    self._create_by_append(spark)
-                    continue
-                if not _conflict(exc) or attempt == _ATTEMPTS - 1:
-                    raise
-                time.sleep(0.2 * (attempt + 1))
+    def read(self, spark: SparkSession) -> Holder | None:
+        """The lease row, or None when there is no lease table yet."""
+        return lease_table.read(spark, self.table)
 
     def _create_taken(self, spark: SparkSession) -> bool:
         """Create the lease table with its one row already holding this run's token: one
-        commit (``CREATE TABLE IF NOT EXISTS ... AS SELECT``), where creating the table and
-        taking its lease apart take three (``CREATE``, the row's ``MERGE``, the ``UPDATE``).
+        commit, where creating the table and taking its lease apart take three (``CREATE``,
+        the row's ``MERGE``, the ``UPDATE``).
 
         ``IF NOT EXISTS`` creates nothing when another run created the table first, and two
         creations at once conflict on its first commit: so the row is read back, and only this
         run's token in it means this run holds the lease. Leftovers of a killed creation (a log
-        without a commit) are left to :meth:`_ensure`.
+        without a commit) are left to :func:`~pipelines.ledger.lease_table.ensure`.
 
         Returns:
             Whether this run created the table and now holds the lease.
@@ -173,47 +104,13 @@ class Lease:
         return self._claim(lambda: self._create_and_read(spark))
 
     def _create_and_read(self, spark: SparkSession) -> bool:
-        try:
-            spark.sql(
-                f"CREATE TABLE IF NOT EXISTS {self._sql_name} USING delta "
-                f"TBLPROPERTIES ({_PROPERTIES}) AS SELECT CAST(0 AS INT) AS slot, "
-                f"{_quote(self.token)} AS token, {_quote(self.pipeline)} AS pipeline, "
-                f"{_quote(self.host)} AS host, CAST({self.pid} AS BIGINT) AS pid, "
-                "current_timestamp() AS renewed_at").collect()
-        except Exception as exc:
-            if _missing(exc) or _conflict(exc) or "NON_EMPTY" in str(exc):
-                return False
-            raise
+        holder = (f"{quote(self.token)} AS token, {quote(self.pipeline)} AS pipeline, "
+                  f"{quote(self.host)} AS host, CAST({self.pid} AS BIGINT) AS pid, "
+                  "current_timestamp() AS renewed_at")
+        if not lease_table.create_held(spark, self.table, holder):
+            return False
         held = self.read(spark)
         return held is not None and held.token == self.token
-
-    def _create_by_append(self, spark: SparkSession) -> None:
-        """Create the table over a creation's leftovers: append its one (free) row."""
-        try:
-            (spark.sql(f"SELECT 0 AS slot, {_FREE_ROW}").write.format("delta")
-             .mode("append").save(self.table))
-            spark.sql(f"ALTER TABLE {self._sql_name} SET TBLPROPERTIES ({_PROPERTIES})")
-        except Exception as exc:
-            if not _conflict(exc):
-                raise
-
-    def read(self, spark: SparkSession) -> Holder | None:
-        """The lease row, or None when there is no lease table yet."""
-        try:
-            rows = spark.sql(
-                "SELECT token, pipeline, host, pid, "
-                "unix_millis(current_timestamp()) - unix_millis(renewed_at) AS age_ms "
-                f"FROM {self._sql_name} WHERE slot = 0").collect()
-        except Exception as exc:
-            if _missing(exc):
-                return None
-            raise
-        if not rows:
-            return None
-        row: Any = rows[0]
-        age = row["age_ms"]
-        return Holder(row["token"], row["pipeline"], row["host"], int(row["pid"] or 0),
-                      float(age) / 1000 if age is not None else float("inf"))
 
     def _live(self, held: Holder) -> bool:
         if held.host == self.host and held.pid == os.getpid():  # this process: it knows
@@ -264,7 +161,7 @@ class Lease:
                 return
             held = self.read(spark)
         if held is None:  # leftovers of a killed creation, or a table without its row
-            self._ensure(spark)
+            lease_table.ensure(spark, self.table)
             held = self.read(spark)
         seen = held.token if held is not None else None
         if held is not None and seen and seen != self.token and self._live(held):
@@ -272,7 +169,7 @@ class Lease:
                 f"pipeline {self.pipeline} is already running on checkpoint "
                 f"{self.location} ({self._describe(held)}); wait for it to finish. A run that "
                 f"died elsewhere releases it {LEASE_TTL:.0f}s after its last renewal.")
-        if not self._take(spark, "token IS NULL" if seen is None else f"token = {_quote(seen)}"):
+        if not self._take(spark, "token IS NULL" if seen is None else f"token = {quote(seen)}"):
             raise CheckpointError(
                 f"pipeline {self.pipeline}: another run took checkpoint {self.location} at "
                 "the same moment; wait for it to finish.")
@@ -303,12 +200,12 @@ class Lease:
     def _update_token(self, spark: SparkSession, matches: str) -> bool:
         try:
             rows = spark.sql(
-                f"UPDATE {self._sql_name} SET token = {_quote(self.token)}, "
-                f"pipeline = {_quote(self.pipeline)}, host = {_quote(self.host)}, "
+                f"UPDATE {sql_name(self.table)} SET token = {quote(self.token)}, "
+                f"pipeline = {quote(self.pipeline)}, host = {quote(self.host)}, "
                 f"pid = {self.pid}, renewed_at = current_timestamp() "
                 f"WHERE slot = 0 AND {matches}").collect()
         except Exception as exc:
-            if _missing(exc) or _conflict(exc):
+            if missing(exc) or conflict(exc):
                 return False
             raise
         counted = rows[0].asDict().get("num_affected_rows") if rows else None
@@ -320,8 +217,8 @@ class Lease:
     def renew(self, spark: SparkSession) -> None:
         """Refresh ``renewed_at`` if the lease is still ours (called by the renewal thread)."""
         faults.maybe_crash("during_lease_renewal")
-        spark.sql(f"UPDATE {self._sql_name} SET renewed_at = current_timestamp() "
-                  f"WHERE slot = 0 AND token = {_quote(self.token)}").collect()
+        spark.sql(f"UPDATE {sql_name(self.table)} SET renewed_at = current_timestamp() "
+                  f"WHERE slot = 0 AND token = {quote(self.token)}").collect()
 
     def verify(self, spark: SparkSession, batch_id: int) -> None:
         """Stop before committing ``batch_id`` unless the lease is still this run's.
@@ -369,7 +266,7 @@ class Lease:
         """Clear the token if it is still ours. Cleared or not (a full disk, a store that
         fails), this process no longer runs under it, so its next run may take it at once."""
         try:
-            spark.sql(f"UPDATE {self._sql_name} SET token = NULL, renewed_at = NULL "
-                      f"WHERE slot = 0 AND token = {_quote(self.token)}").collect()
+            spark.sql(f"UPDATE {sql_name(self.table)} SET token = NULL, renewed_at = NULL "
+                      f"WHERE slot = 0 AND token = {quote(self.token)}").collect()
         finally:
             _HELD_HERE.discard(self.token)
