@@ -8,6 +8,7 @@ and broker swapped for this test's.
 
 from __future__ import annotations
 
+import os
 import re
 import shutil
 import uuid
@@ -164,30 +165,30 @@ def test_run_all_lands_each_pipeline_once_and_a_failing_one_stops_no_other(
     assert len(landed) == len(set(landed)) == 100 and set(landed) == lines
 
 
-def test_a_group_through_spark_connect_lands_each_pipeline_once(
-        spark: SparkSession, broker: EmbeddedBroker, lake: Path,
+def test_the_bundles_group_through_spark_connect_lands_each_pipeline_once(
+        spark: SparkSession, broker: EmbeddedBroker, tmp_path: Path,
         connect_server: ConnectServer) -> None:
-    """The same group through Spark's own Connect server (``spark.remote``): each pipeline on a
-    Connect session of its own, in a client process that starts no JVM."""
+    """``SPARK_REMOTE=sc://... deltasink run --all`` on the bundle's pipelines, through Spark's
+    own Connect server: each pipeline on a Connect session of its own, in a client process that
+    starts no JVM, run from another folder."""
     bootstrap = broker.bootstrap_servers
-    paths, configs, sent = [], [], []
-    for name in ("north", "south"):
-        topic = f"{name}-{uuid.uuid4().hex[:8]}"
-        sent.append(produce_events(bootstrap, topic, 90, duplicate_rate=0.2, poison_rate=0.05,
-                                   seed=len(name), id_prefix=name))
-        paths.append(write_config(
-            lake, bootstrap, topic, name=name, source={"max_records_per_batch": 40},
-            target={"path": str(lake / name), "quarantine_path": str(lake / f"{name}_q")},
-            spark={"remote": connect_server.url}))
-        configs.append(load_config(paths[-1], environ={}))
+    folder, topics = copy_group(tmp_path, bootstrap)
+    orders = produce_events(bootstrap, topics["orders_bronze"], 90, duplicate_rate=0.2,
+                            poison_rate=0.05, seed=7)
+    lines = produce_lines(bootstrap, topics["order_lines"], 0, 40)
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
     children: set[str] = set()
-    done = runner.deltasink("run", *[a for p in paths for a in ("--config", str(p))],
-                            "--no-validate", children=children)
+    done = runner.deltasink("run", "--all", str(folder), "--no-validate", children=children,
+                            env={**os.environ, "SPARK_REMOTE": connect_server.url},
+                            cwd=elsewhere)
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
     assert "java" not in children, children
     assert done.stdout.rstrip().endswith("group: 2 pipelines, 2 ok, 0 failed"), done.stdout
-    # Both pipelines' run-metrics rows in one write through the group's Connect session.
-    assert "group: the run metrics of 2 pipelines recorded in " in done.stdout, done.stdout
-    for cfg, events in zip(configs, sent, strict=True):
-        verdict = check(spark, cfg, events.event_ids, sum(events.poison.values()))
-        assert verdict.clean, (cfg.name, verdict)
+    # orders_bronze's run-metrics rows in the group's one write, through its Connect session.
+    assert "group: the run metrics of orders_bronze recorded in " in done.stdout, done.stdout
+    bronze = load_config(folder / "orders_bronze.yml", environ={})
+    verdict = check(spark, bronze, orders.event_ids, sum(orders.poison.values()))
+    assert verdict.clean, verdict
+    landed = line_keys(spark, load_config(folder / "order_lines.yml", environ={}))
+    assert len(landed) == len(set(landed)) == 40 and set(landed) == lines
