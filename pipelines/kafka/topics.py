@@ -116,7 +116,9 @@ def inspect_source(spark: SparkSession, source: SourceConfig, timeout: float) ->
 
 def ensure_topic(bootstrap: str, topic: str, partitions: int = 3,
                  options: Mapping[str, str] | None = None) -> None:
-    """Create ``topic`` with ``partitions`` partitions unless it exists."""
+    """Create ``topic`` with ``partitions`` partitions unless it exists; return once the
+    broker's metadata lists it (it answers the creation first: a describe at once, under load,
+    missed a topic just created), or after 10 s."""
     from confluent_kafka import admin as kafka_admin
 
     admin = kafka_admin.AdminClient(client_config(bootstrap, options))
@@ -129,6 +131,12 @@ def ensure_topic(bootstrap: str, topic: str, partitions: int = 3,
         except Exception as exc:
             if "TOPIC_ALREADY_EXISTS" not in str(exc):
                 raise
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline:
+        listed = admin.list_topics(topic, timeout=10).topics.get(topic)
+        if listed is not None and listed.error is None and listed.partitions:
+            return
+        time.sleep(0.1)
 
 
 def add_partitions(bootstrap: str, topic: str, total: int) -> None:
