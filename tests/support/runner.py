@@ -95,8 +95,19 @@ def _holds_lock(lock: Path, pid: int) -> bool:
         return False
 
 
+def has_batch_commit(table: Path) -> bool:
+    """Whether the Delta table at ``table`` holds a micro-batch's commit (its commitInfo's
+    userMetadata, JSON inside JSON, names the batch: ``pipelines/ledger/record.py``)."""
+    try:
+        return any('\\"batch\\":' in log.read_text(errors="replace")
+                   for log in (table / "_delta_log").glob("*.json"))
+    except OSError:
+        return False
+
+
 def deltasink(*args: str, fault: str | None = None, kill_after: float | None = None,
-              kill_after_lock: Path | None = None, env: Mapping[str, str] | None = None,
+              kill_after_lock: Path | None = None, kill_after_commit: Path | None = None,
+              env: Mapping[str, str] | None = None,
               timeout: float = 900, cwd: Path | None = None,
               children: set[str] | None = None,
               codegen: bool = False) -> subprocess.CompletedProcess[str]:
@@ -109,6 +120,8 @@ def deltasink(*args: str, fault: str | None = None, kill_after: float | None = N
             seconds, as a lost node would; the return code is then ``-SIGKILL``.
         kill_after_lock: count ``kill_after`` from the moment this checkpoint lock file holds
             the process's pid (the run is past start-up and streaming), not from the start.
+        kill_after_commit: count ``kill_after`` from the moment this Delta table holds a
+            micro-batch's commit (:func:`has_batch_commit`): the kill lands after one.
         env: the environment (default: this process's, without ``DELTASINK_FAULT``).
         timeout: give up (and kill) after this many seconds.
         cwd: the working directory (default: this process's).
@@ -123,12 +136,14 @@ def deltasink(*args: str, fault: str | None = None, kill_after: float | None = N
         proc = subprocess.Popen([DELTASINK, *args], env=base, stdout=out, stderr=err, text=True,
                                 start_new_session=True, cwd=cwd)
         started = time.monotonic()
-        kill_at = None if kill_after is None or kill_after_lock else started + kill_after
+        waits = kill_after_lock or kill_after_commit
+        kill_at = None if kill_after is None or waits else started + kill_after
         timed_out = False
         while proc.poll() is None:
             now = time.monotonic()
-            if kill_at is None and kill_after is not None and kill_after_lock is not None \
-                    and _holds_lock(kill_after_lock, proc.pid):
+            if kill_at is None and kill_after is not None and (
+                    (kill_after_lock is not None and _holds_lock(kill_after_lock, proc.pid))
+                    or (kill_after_commit is not None and has_batch_commit(kill_after_commit))):
                 kill_at = now + kill_after
             if kill_at is not None and now >= kill_at:
                 break
