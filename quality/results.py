@@ -170,19 +170,16 @@ def narrowing(rows: Sequence[dict[str, Any]], key: Sequence[str],
 
 
 def _session_with(spark: SparkSession, metadata: str | None) -> SparkSession:
-    """``spark``, or a session of its own beside it (``own_session``: classic ``newSession()``,
-    or another Connect session) whose commits carry ``metadata``. Without one, the commit is
-    left unmarked, and readers of the mark fall back to the table (``quality/metrics_log.py``).
+    """``spark``, or a new session sharing its context whose commits carry ``metadata``.
+
+    Without a separate session (Spark Connect has none), the commit is left unmarked: readers
+    of the mark then fall back to reading the table (``quality/metrics_log.py``).
     """
     if metadata is None:
         return spark
-    from pipelines.runtime.spark import own_session
-
     try:
-        session = own_session(spark)
-    except Exception:  # no second session to be had: unmarked, never wrong
-        return spark
-    if session is spark:  # a Connect runtime's own channel: no URL to open another
+        session = spark.newSession()
+    except Exception:  # Spark Connect: no newSession
         return spark
     session.conf.set(USER_METADATA, metadata)
     return session

@@ -190,12 +190,5 @@ def test_the_bundles_group_through_spark_connect_lands_each_pipeline_once(
     bronze = load_config(folder / "orders_bronze.yml", environ={})
     verdict = check(spark, bronze, orders.event_ids, sum(orders.poison.values()))
     assert verdict.clean, verdict
-    # That write is marked with its rows' keys, as in classic mode, so the next start finds
-    # them from the commit files alone (quality/metrics_log.py).
-    merge = next(c for c in reversed(history(spark, bronze.quality.metrics_ref.path))
-                 if c["operation"] == "MERGE")
-    rows = bronze.quality.metrics_ref.read(spark).where("pipeline = 'orders_bronze'").collect()
-    mark = LogCommit(0, merge["timestamp"], "MERGE", {}, merge["userMetadata"])
-    assert stamped(mark, "orders_bronze") == {(r["query_id"], r["batch_id"]) for r in rows} != set()
     landed = line_keys(spark, load_config(folder / "order_lines.yml", environ={}))
     assert len(landed) == len(set(landed)) == 40 and set(landed) == lines
