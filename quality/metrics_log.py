@@ -40,8 +40,13 @@ Key = tuple[str, int]
 
 def stamp(pipeline: str, rows: Iterable[Mapping[str, Any]]) -> str:
     """The userMetadata of a run-metrics write: the pipeline and the keys of ``rows``."""
-    keys = sorted({(str(r["query_id"]), int(r["batch_id"])) for r in rows})
-    return json.dumps({STAMP_KEY: {"pipeline": pipeline, "keys": keys}}, separators=(",", ":"))
+    return json.dumps({STAMP_KEY: {"pipeline": pipeline, "keys": _keys(rows)}},
+                      separators=(",", ":"))
+
+
+def _keys(rows: Iterable[Mapping[str, Any]]) -> list[Key]:
+    """The sorted, distinct ``(query id, batch id)`` keys of ``rows``."""
+    return sorted({(str(r["query_id"]), int(r["batch_id"])) for r in rows})
 
 
 def stamp_rows(rows: Sequence[Mapping[str, Any]]) -> str | None:
@@ -51,8 +56,7 @@ def stamp_rows(rows: Sequence[Mapping[str, Any]]) -> str | None:
     pipelines = sorted({str(r["pipeline"]) for r in rows})
     if len(pipelines) <= 1:
         return stamp(pipelines[0], rows) if pipelines else None
-    keys = {p: sorted({(str(r["query_id"]), int(r["batch_id"])) for r in rows
-                       if r["pipeline"] == p}) for p in pipelines}
+    keys = {p: _keys(r for r in rows if r["pipeline"] == p) for p in pipelines}
     return json.dumps({STAMP_KEY: {"pipelines": keys}}, separators=(",", ":"))
 
 
