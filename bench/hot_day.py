@@ -34,7 +34,7 @@ from bench.targets import copy_target
 from pipelines.config.model import PipelineConfig
 from pipelines.kafka.produce import make_event
 from pipelines.kafka.topics import client_config, ensure_topic
-from pipelines.tables import TableRef
+from pipelines.storage.tables import TableRef
 from schemas import get_schema
 
 RESULTS = Path(__file__).resolve().parent / "results"

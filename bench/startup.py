@@ -37,7 +37,7 @@ from bench.run import RESULTS, say
 from pipelines.ledger import state
 from pipelines.ledger.record import commit_metadata
 from pipelines.sink.commit import txn
-from pipelines.tables import TableRef
+from pipelines.storage.tables import TableRef
 
 PIPELINE = "bench_startup"
 APP = f"deltasink:{PIPELINE}:q"

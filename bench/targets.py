@@ -8,7 +8,7 @@ from pathlib import Path
 from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
 
-from pipelines.tables import TableRef
+from pipelines.storage.tables import TableRef
 from schemas import get_schema
 
 #: Rows are spread over whole days up to today; one file per ``event_date`` partition.

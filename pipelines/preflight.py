@@ -26,7 +26,7 @@ from pipelines.config.model import PipelineConfig
 from pipelines.config.paths import is_local
 from pipelines.errors import ConfigError
 from pipelines.runtime.spark import is_connect
-from pipelines.tables import TableRef
+from pipelines.storage.tables import TableRef
 
 
 def tables(config: PipelineConfig) -> list[tuple[str, TableRef]]:

@@ -24,7 +24,7 @@ from pyspark.sql import functions as F
 from pipelines.config.model import PipelineConfig
 from pipelines.ledger.record import BATCH_KEY, METADATA_KEY, parse_commit_metadata
 from pipelines.sink.metrics import BatchMetrics
-from pipelines.tables import TableRef
+from pipelines.storage.tables import TableRef
 from quality.metrics_log import all_recorded, rebuildable
 from quality.results import write_run_metrics
 

@@ -34,7 +34,7 @@ from pyspark.sql import SparkSession
 from pipelines.config.model import PipelineConfig
 from pipelines.errors import DeltasinkError
 from pipelines.sink.metrics import BatchMetrics
-from pipelines.tables import TableRef
+from pipelines.storage.tables import TableRef
 from quality.model import ValidationReport
 from quality.recorder import cause
 from quality.results import insert_metrics, insert_verdicts

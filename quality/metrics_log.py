@@ -27,7 +27,7 @@ from pyspark.sql import SparkSession
 from pipelines.config.model import PipelineConfig
 from pipelines.ledger.deltalog import DeltaLogFiles, LogCommit
 from pipelines.ledger.record import BATCH_KEY, parse_commit_metadata
-from pipelines.store import Store
+from pipelines.storage.store import Store
 
 #: The key of the mark in a run-metrics commit's userMetadata.
 STAMP_KEY = "deltasink_metrics"

@@ -46,7 +46,7 @@ from pipelines.config.model import PipelineConfig
 from pipelines.sink.commit import USER_METADATA, with_conflict_retry
 from pipelines.sink.metrics import BatchMetrics
 from pipelines.sink.tables import add_missing_columns
-from pipelines.tables import TableRef
+from pipelines.storage.tables import TableRef
 from quality.metrics_log import stamp_rows
 from quality.model import ValidationReport
 

@@ -12,7 +12,7 @@ from pyspark.sql import DataFrame, Row, SparkSession
 from pyspark.sql import functions as F
 
 from pipelines.config.model import PipelineConfig
-from pipelines.tables import TableRef
+from pipelines.storage.tables import TableRef
 
 
 def newest_inserted(spark: SparkSession, config: PipelineConfig

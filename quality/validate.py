@@ -20,8 +20,8 @@ from pipelines.config.model import PipelineConfig
 from pipelines.errors import QualityError
 from pipelines.ledger.deltalog import DeltaLogFiles
 from pipelines.sink.metrics import RunResult
-from pipelines.store import Store
-from pipelines.tables import TableRef
+from pipelines.storage.store import Store
+from pipelines.storage.tables import TableRef
 from quality.gx_runner import run_suite
 from quality.model import ExpectationOutcome, ValidationReport
 from quality.results import write_validation_results

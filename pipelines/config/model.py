@@ -22,7 +22,7 @@ from pipelines.config.databricks import DatabricksConfig
 from pipelines.config.schema import key_from_schema
 from pipelines.config.units import parse_duration, parse_window
 from pipelines.config.upsert import KAFKA_SEQUENCE, Mode, check_mode
-from pipelines.tables import TableRef
+from pipelines.storage.tables import TableRef
 from schemas import EventSchema, resolve_schema
 from schemas.loader import is_schema_file
 

@@ -4,7 +4,7 @@ Spark writes ``offsets/<batchId>`` (the batch's planned end offsets) before it r
 ``commits/<batchId>`` after ``foreachBatch`` returned. A batch's end offsets are therefore read
 here, from Spark's own plan for that batch id, and never derived from the rows: transaction
 markers, aborted tails and compacted gaps then count as consumed, and two runs of one batch id
-can be compared exactly. Every read goes through Spark (``pipelines.store``), so a
+can be compared exactly. Every read goes through Spark (``pipelines.storage.store``), so a
 checkpoint on S3, ADLS, DBFS, a ``file:`` URI or a UC Volume behaves like a local one, in
 classic mode and over Spark Connect alike.
 """
@@ -19,7 +19,7 @@ from pyspark.sql.types import StringType, StructField, StructType
 
 from pipelines import sql
 from pipelines.errors import CheckpointError
-from pipelines.store import Store
+from pipelines.storage.store import Store
 
 Offsets = dict[str, dict[int, int]]
 

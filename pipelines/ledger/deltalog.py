@@ -4,7 +4,7 @@
 a name (a local disk, HDFS): on a table with 10,000 commits that listing costs more than
 everything else deltasink reads at start. The commit files are named by version (``%020d.json``),
 so the newest ones can be found and opened by name instead, through Spark
-(``pipelines.store``: the same in classic mode and over Spark Connect):
+(``pipelines.storage.store``: the same in classic mode and over Spark Connect):
 
 - the newest version: ``_last_checkpoint`` names a version Delta checkpointed (every ten
   commits), and one glob over the names that share its leading digits lists the commits after it
@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
-from pipelines.store import Store
+from pipelines.storage.store import Store
 
 #: Versions one glob covers: the last ``_WIDTH`` digits of the 20-digit name are wildcards.
 _WIDTH = 2

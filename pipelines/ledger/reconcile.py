@@ -32,7 +32,7 @@ from pyspark.sql import SparkSession
 
 from pipelines.errors import CheckpointMismatchError
 from pipelines.ledger import state
-from pipelines.tables import TableRef
+from pipelines.storage.tables import TableRef
 
 Offsets = dict[str, dict[int, int]]
 

@@ -19,8 +19,8 @@ from pyspark.sql import Row, SparkSession
 
 from pipelines.ledger.deltalog import DeltaLogFiles, LogCommit
 from pipelines.ledger.record import SOURCE_KEY, parse_commit_metadata
-from pipelines.store import Store
-from pipelines.tables import TableRef
+from pipelines.storage.store import Store
+from pipelines.storage.tables import TableRef
 
 #: The first window of newest versions read from the log (the pipeline's own newest commit is
 #: nearly always the newest version of its target).

@@ -34,7 +34,7 @@ from pyspark.sql import SparkSession
 from pipelines import sql
 from pipelines.config.model import PipelineConfig
 from pipelines.errors import ConfigError, QualityError
-from pipelines.tables import TableRef
+from pipelines.storage.tables import TableRef
 from quality.model import ValidationReport
 
 #: The shortest VACUUM retention allowed (see the module docstring).

@@ -22,7 +22,7 @@ from pipelines.errors import CommitError, ConfigError, OwnClientUnavailable, Sou
 from pipelines.kafka import topics
 from pipelines.ledger import checkpoint, state
 from pipelines.ledger.single_writer import single_writer
-from pipelines.tables import TableRef
+from pipelines.storage.tables import TableRef
 
 Offsets = dict[str, dict[int, int]]
 

@@ -1,6 +1,6 @@
 """Deleting a folder through Hadoop's FileSystem: classic mode only.
 
-Reads go through Spark (:mod:`pipelines.store`) and work in both modes, and a checkpoint
+Reads go through Spark (:mod:`pipelines.storage.store`) and work in both modes, and a checkpoint
 is retired by a record written through Spark (``pipelines.ledger.checkpoint.retire``), not moved.
 Deleting a replay's own temporary checkpoint has no Spark API, so it uses the driver JVM's
 Hadoop ``FileSystem`` (with the session's Hadoop configuration: the same stores and credentials

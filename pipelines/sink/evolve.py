@@ -25,7 +25,7 @@ from pyspark.sql import SparkSession
 from pyspark.sql.types import StructField, StructType
 
 from pipelines.errors import SchemaError
-from pipelines.tables import TableRef
+from pipelines.storage.tables import TableRef
 
 
 def plan(actual: StructType, expected: StructType) -> tuple[list[StructField], list[str]]:

@@ -18,7 +18,7 @@ from pyspark.sql import functions as F
 
 from pipelines import sql
 from pipelines.sink.event_window import near
-from pipelines.tables import TableRef
+from pipelines.storage.tables import TableRef
 
 #: Spark's broadcast-join threshold: off inside a batch's MERGE (see :func:`merge_settings`).
 BROADCAST_THRESHOLD = "spark.sql.autoBroadcastJoinThreshold"

@@ -18,7 +18,7 @@ from pipelines.config.model import PipelineConfig
 from pipelines.errors import DeltasinkError, SchemaError
 from pipelines.sink.evolve import evolve_target
 from pipelines.sink.upsert import DELETED, check_upsert, upsert_schema
-from pipelines.tables import TableRef
+from pipelines.storage.tables import TableRef
 from schemas.base import EventSchema
 
 QUARANTINE_SCHEMA = StructType([

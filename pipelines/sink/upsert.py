@@ -29,7 +29,7 @@ from pipelines.config.upsert import KAFKA_SEQUENCE
 from pipelines.errors import ConfigError
 from pipelines.sink.dedup import first_per_key
 from pipelines.sink.merge import MergeOutcome, outcome
-from pipelines.tables import TableRef
+from pipelines.storage.tables import TableRef
 from schemas.base import EventSchema
 
 #: The tombstone flag column, added to the target in upsert mode.

@@ -24,7 +24,7 @@ def quiet(_line: str) -> None:
 
 
 def version(spark: SparkSession, path: str) -> int:
-    from pipelines.tables import TableRef
+    from pipelines.storage.tables import TableRef
 
     return int(TableRef(path=path).history(spark, 1).collect()[0]["version"])
 

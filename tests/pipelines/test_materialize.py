@@ -21,7 +21,7 @@ from pipelines.sink.materialize import materialize, release
 from pipelines.sink.parse import classify, valid_events
 from pipelines.sink.prepare import staging_location
 from pipelines.sink.tables import ensure_sink_tables
-from pipelines.tables import TableRef
+from pipelines.storage.tables import TableRef
 from schemas import get_schema
 from tests.support.checker import check
 from tests.support.configs import write_config

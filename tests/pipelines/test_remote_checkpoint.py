@@ -21,7 +21,7 @@ from pipelines.kafka.produce import produce_events
 from pipelines.ledger.lease import Lease
 from pipelines.run import run_pipeline
 from pipelines.runtime.hadoop import HadoopFS
-from pipelines.store import Store
+from pipelines.storage.store import Store
 from tests.support.checker import check
 from tests.support.configs import make_config
 

@@ -8,7 +8,7 @@ from pathlib import Path
 from pyspark.sql import SparkSession
 
 from pipelines.ledger import checkpoint
-from pipelines.store import Store
+from pipelines.storage.store import Store
 
 
 def test_a_checkpoint_is_its_root_until_retired_then_each_retirement_starts_a_generation(

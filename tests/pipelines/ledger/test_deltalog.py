@@ -8,8 +8,8 @@ from pathlib import Path
 from pyspark.sql import SparkSession
 
 from pipelines.ledger.deltalog import DeltaLogFiles
-from pipelines.store import Store
-from pipelines.tables import TableRef
+from pipelines.storage.store import Store
+from pipelines.storage.tables import TableRef
 
 FIELDS = ("version", "timestamp", "operation", "operationParameters", "userMetadata")
 

@@ -10,7 +10,7 @@ from pyspark.sql import SparkSession
 from pipelines.ledger import state
 from pipelines.ledger.record import commit_metadata, mark_replay
 from pipelines.sink.commit import txn
-from pipelines.tables import TableRef
+from pipelines.storage.tables import TableRef
 
 
 def _commit(spark: SparkSession, ref: TableRef, batch_id: int, offset: int,

@@ -14,7 +14,7 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql.types import StructType
 
 from pipelines.sql import ident
-from pipelines.store import Store
+from pipelines.storage.store import Store
 
 
 def column_ddl(schema: StructType) -> str:
