@@ -14,7 +14,7 @@ install: $(STAMP)
 $(STAMP): pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
-	$(PY) -m pip install --quiet -e ".[local,dev]"
+	$(PY) -m pip install --quiet -e ".[local,dev,s3]"
 	$(BIN)/deltasink setup
 	touch $(STAMP)
 

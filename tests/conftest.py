@@ -18,6 +18,7 @@ from pipelines.runtime.connect_server import ConnectServer
 from pipelines.runtime.ports import free_ports
 from pipelines.runtime.spark import get_spark
 from tests.support.runner import TEST_JVM_OPTS, TEST_SPARK_CONF
+from tests.support.s3 import S3Server
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -72,6 +73,15 @@ def broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[EmbeddedBroker]
     node.stop()
 
 
+@pytest.fixture(scope="session")
+def s3_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[S3Server]:
+    """moto's S3 API on a loopback port, one request at a time, with its request log
+    (``tests/support/s3.py``); started on first use. Tests create buckets of their own."""
+    server = S3Server(tmp_path_factory.mktemp("s3")).start()
+    yield server
+    server.stop()
+
+
 @pytest.fixture
 def lake(tmp_path: Path) -> Path:
     """A fresh folder for this test's Delta tables and checkpoints."""
@@ -83,7 +93,8 @@ def lake(tmp_path: Path) -> Path:
 #: Fixtures that start a JVM or a broker (the session's Spark driver, the Kafka broker, a Spark
 #: Connect server). A test that uses one, directly or through another fixture, is marked
 #: ``slow``: ``pytest -m "not slow"`` is the quick loop of tests that need neither.
-JVM_FIXTURES = frozenset({"spark", "broker", "connect_server", "own_broker", "sasl_broker"})
+JVM_FIXTURES = frozenset({"spark", "broker", "connect_server", "own_broker", "sasl_broker",
+                          "s3_server"})
 
 
 #: The work unit of the test files that talk to the Spark Connect server: they all go to one
