@@ -51,10 +51,11 @@ def cmd_setup(args: argparse.Namespace) -> int:
 
     for line in jvm.fetch():
         _say(line)
-    spark = get_spark("deltasink-setup")  # resolves the packages once, filling Ivy's cache
+    # Resolves the packages once, S3's included, filling Ivy's cache: no run downloads a jar.
+    spark = get_spark("deltasink-setup", packages=jvm.S3_PACKAGES)
     spark.range(1).count()
     spark.stop()
-    _say("spark session with Delta and the Kafka connector: ok (jars cached)")
+    _say("spark session with Delta, the Kafka connector and S3A: ok (jars cached)")
     return 0
 
 

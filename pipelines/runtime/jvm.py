@@ -27,6 +27,11 @@ DELTA = "io.delta:delta-spark_2.13:4.0.0"
 AVRO = "org.apache.spark:spark-avro_2.13:4.0.1"
 #: The packages Spark resolves with Ivy (``spark.jars.packages``), Delta's added by delta-spark.
 SPARK_PACKAGES = (KAFKA_CONNECTOR, AVRO)
+#: Hadoop's S3A connector, the version of pyspark 4.0.1's hadoop-client (3.4.1); its POM brings
+#: the AWS SDK v2 bundle (``software.amazon.awssdk:bundle:2.24.6``, about 560 MB). A session
+#: resolves it only when a pipeline has an S3 location (:mod:`pipelines.storage.s3`).
+HADOOP_AWS = "org.apache.hadoop:hadoop-aws:3.4.1"
+S3_PACKAGES = (HADOOP_AWS,)
 KAFKA_BROKER = "org.apache.kafka:kafka_2.13:4.1.0"
 _BROKER_EXTRAS = (
     "org.slf4j:slf4j-api:2.0.16",
@@ -150,11 +155,26 @@ def spark_classpath() -> list[Path]:
                     exclude=TOKEN_PROVIDER)
 
 
-def spark_artifacts_cached() -> bool:
-    """Whether the Spark-side jars are already in ~/.m2 (so Ivy needs no network)."""
+def s3_classpath() -> list[Path]:
+    """The S3A jars (hadoop-aws, the AWS SDK bundle, their dependencies) in ~/.m2."""
+    cached = cache_dir() / "s3" / "classpath.txt"
+    if cached.exists():
+        jars = [Path(p) for p in cached.read_text().strip().split(os.pathsep) if p]
+        wanted = {Coordinate.parse(c).jar_in(m2_repository()) for c in S3_PACKAGES}
+        if jars and all(j.exists() for j in jars) and wanted <= set(jars):
+            return jars
+    return _resolve("s3", list(S3_PACKAGES))
+
+
+def spark_artifacts_cached(packages: tuple[str, ...] = ()) -> bool:
+    """Whether the Spark-side jars, and those of ``packages``, are already in ~/.m2 (so Ivy
+    needs no network). The S3 packages count only with their whole classpath fetched."""
     m2 = m2_repository()
+    if any(c in S3_PACKAGES for c in packages) and \
+            not (cache_dir() / "s3" / "classpath.txt").exists():
+        return False
     return all(Coordinate.parse(c).jar_in(m2).exists()
-               for c in (*SPARK_PACKAGES, TOKEN_PROVIDER, DELTA))
+               for c in (*SPARK_PACKAGES, TOKEN_PROVIDER, DELTA, *packages))
 
 
 def fetch() -> list[str]:
@@ -165,6 +185,8 @@ def fetch() -> list[str]:
     """
     require_java()
     spark_jars = spark_classpath()
+    s3 = s3_classpath()
     broker = broker_classpath()
     return [f"spark packages: {len(spark_jars)} jars in {m2_repository()}",
+            f"s3 (S3A):       {len(s3)} jars ({HADOOP_AWS} and the AWS SDK)",
             f"kafka broker:   {len(broker)} jars ({KAFKA_BROKER})"]

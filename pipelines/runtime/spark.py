@@ -26,6 +26,7 @@ from pipelines.config.model import DEFAULT_MASTER, PipelineConfig
 from pipelines.errors import EnvironmentSetupError
 from pipelines.runtime import jvm
 from pipelines.runtime.connect_client import bound_retries, check_remote, connect_reason, redact_url
+from pipelines.storage import s3
 
 #: JIT settings for a local JVM on a small machine: a method is compiled by C2 only after 8x
 #: HotSpot's default calls or loops (``Tier4*``); until then it runs C1-compiled. A short run
@@ -141,7 +142,7 @@ def jvm_log_path() -> Path:
     return Path(env.setting(env.SPARK_LOG) or jvm.cache_dir() / "spark-driver.log")
 
 
-def _executor_conf(master: str) -> dict[str, str]:
+def _executor_conf(master: str, packages: tuple[str, ...] = ()) -> dict[str, str]:
     """Executor settings for ``local-cluster[...]``: its executor JVMs run on this machine.
 
     They are given the package jars on their class path from ~/.m2 directly: jars that reach
@@ -150,7 +151,9 @@ def _executor_conf(master: str) -> dict[str, str]:
     """
     if not master.startswith("local-cluster"):
         return {}
-    return {"spark.executor.extraClassPath": os.pathsep.join(map(str, jvm.spark_classpath()))}
+    jars = jvm.spark_classpath() + (jvm.s3_classpath() if set(packages) & set(jvm.S3_PACKAGES)
+                                    else [])
+    return {"spark.executor.extraClassPath": os.pathsep.join(map(str, jars))}
 
 
 @contextmanager
@@ -186,6 +189,7 @@ def get_spark(
     master: str = DEFAULT_MASTER,
     conf: Mapping[str, str] | None = None,
     remote: str | None = None,
+    packages: tuple[str, ...] = (),
 ) -> SparkSession:
     """Return the SparkSession for this process, creating one if needed.
 
@@ -195,6 +199,9 @@ def get_spark(
         conf: extra settings, applied last.
         remote: a Spark Connect URL (``sc://host:port``); default ``SPARK_REMOTE``. Set, the
             session is a Connect client and ``master`` is not used.
+        packages: Maven coordinates a local session resolves beside Delta, Kafka and Avro
+            (the S3 connector, :data:`pipelines.runtime.jvm.S3_PACKAGES`); fetched into ~/.m2
+            first if they are not there.
 
     Returns:
         A session with Delta and the Kafka source available.
@@ -215,14 +222,15 @@ def get_spark(
     from delta import configure_spark_with_delta_pip
 
     jvm.require_java()
-    if not jvm.spark_artifacts_cached():
+    if not jvm.spark_artifacts_cached(packages):
         jvm.fetch()
     os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
     builder = SparkSession.builder.master(master).appName(app_name)
-    for key, value in {**LOCAL_CONF, **jvm.spark_conf(), **_executor_conf(master),
+    for key, value in {**LOCAL_CONF, **jvm.spark_conf(), **_executor_conf(master, packages),
                        **(conf or {})}.items():
         builder = builder.config(key, value)
-    builder = configure_spark_with_delta_pip(builder, extra_packages=list(jvm.SPARK_PACKAGES))
+    builder = configure_spark_with_delta_pip(
+        builder, extra_packages=[*jvm.SPARK_PACKAGES, *packages])
     with _jvm_output_to(jvm_log_path()):
         spark = builder.getOrCreate()
     _note_interrupts()
@@ -284,6 +292,13 @@ def spark_for(config: PipelineConfig, app_name: str = "deltasink") -> SparkSessi
 
     Returns:
         The session (on Databricks, the runtime's own; the config's spark section is ignored).
+        A local session of a pipeline with an S3 location gets the S3 connector and its
+        settings (:mod:`pipelines.storage.s3`) beneath the config's own ``spark.conf``; other
+        pipelines' sessions resolve no S3 jar.
     """
-    return get_spark(app_name, master=config.spark.master, conf=config.spark.spark_conf(),
-                     remote=config.spark.remote)
+    conf = config.spark.spark_conf()
+    packages: tuple[str, ...] = ()
+    if s3.used_by(config) and not remote_url(config.spark.remote):
+        conf, packages = {**s3.spark_conf(), **conf}, jvm.S3_PACKAGES
+    return get_spark(app_name, master=config.spark.master, conf=conf,
+                     remote=config.spark.remote, packages=packages)
