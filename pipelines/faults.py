@@ -15,6 +15,11 @@ Two settings simulate a second machine for the single-writer tests: ``lease_host
 host name this process's checkpoint lease carries) and ``skip_lease_acquire`` (a writer on a
 store where it cannot see the other's lease).
 
+``kill_at_registration=<table>`` (classic sessions only) kills the process inside Delta's
+``CREATE TABLE`` of the catalog table ``<table>`` (its last name part): after Delta committed the
+table's first log entry, before the metastore registers the name, as a kill in that window does
+(:func:`arm_registration_kill`; ``pipelines/storage/catalog.py`` rides out what it leaves).
+
 ``no_local_checkpoint`` makes a batch act as if its session refused local checkpoints (as
 serverless does): it is staged in a Delta table instead (``pipelines/sink/materialize.py``).
 
@@ -80,3 +85,26 @@ def maybe_pause(batch_id: int, timeout: float = 300.0, spec: str | None = None) 
     deadline = time.monotonic() + timeout
     while not (Path(folder) / "go").exists() and time.monotonic() < deadline:
         time.sleep(0.2)
+
+
+def arm_registration_kill(spark: object, spec: str | None = None) -> None:
+    """Under ``kill_at_registration=<table>``, SIGKILL this process when the session's metastore
+    is asked to register ``<table>`` (Spark's ``CreateTablePreEvent``, sent synchronously to the
+    external catalog's listeners). Test-only; a no-op without the setting or on Spark Connect."""
+    table = setting("kill_at_registration", spec)
+    jsession = getattr(spark, "_jsparkSession", None)
+    if not table or jsession is None:
+        return
+    from pyspark.java_gateway import ensure_callback_server_started
+
+    class KillAtRegistration:
+        def onEvent(self, event: object) -> None:  # the Java interface's method
+            kind = event.getClass().getSimpleName()  # type: ignore[attr-defined]
+            if kind == "CreateTablePreEvent" and event.name() == table:  # type: ignore[attr-defined]
+                maybe_crash("kill_at_registration", spec="kill_at_registration")
+
+        class Java:
+            implements = ("org.apache.spark.sql.catalyst.catalog.ExternalCatalogEventListener",)
+
+    ensure_callback_server_started(spark.sparkContext._gateway)  # type: ignore[attr-defined,no-untyped-call]
+    jsession.sharedState().externalCatalog().addListener(KillAtRegistration())

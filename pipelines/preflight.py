@@ -8,7 +8,8 @@ the quarantine refused; or the data committed and the metrics write failing):
 * a local path must be creatable: its nearest existing ancestor a writable folder;
 * a local table path that exists must be a Delta table, or an empty folder;
 * no two of them may share a location;
-* a catalog table's schema (``catalog.schema`` of ``catalog.schema.table``) must exist.
+* a catalog table's catalog must be known to the session and its schema (``catalog.schema`` of
+  ``catalog.schema.table``) must exist; a name already taken must be a Delta table, not a view.
 
 Remote locations (``s3://``, ``abfss://``, ``dbfs:/``) are left to the store: checking them
 would need credentials the check itself could fail on. So are local paths of a Spark Connect
@@ -26,6 +27,7 @@ from pipelines.config.model import PipelineConfig
 from pipelines.config.paths import is_local
 from pipelines.errors import ConfigError
 from pipelines.runtime.spark import is_connect
+from pipelines.storage import catalog
 from pipelines.storage.tables import TableRef
 
 
@@ -131,13 +133,15 @@ def _check_local(key: str, location: str, *, table: bool) -> None:
 
 
 def _check_schema(spark: SparkSession, key: str, name: str) -> None:
-    namespace = name.rpartition(".")[0]
-    if not namespace:
-        return  # the session's current schema
+    """A catalog table's catalog and schema exist, and the name, if taken, is a Delta table.
+
+    Only a look the session is not allowed to take is left to the write (which then says why);
+    every answer the catalog gives is checked (:func:`pipelines.storage.catalog.check_name`).
+    """
     try:
-        exists = bool(spark.catalog.databaseExists(namespace))
-    except Exception:  # no permission to look, an unknown catalog: the write will say
-        return
-    if not exists:
-        raise ConfigError(f"{key} {name}: schema {namespace} does not exist. Create it "
-                          f"(CREATE SCHEMA {namespace}) or point {key} at an existing one.")
+        catalog.check_name(spark, key, name)
+    except ConfigError:
+        raise
+    except Exception as exc:  # no permission to look: the write will say
+        if "PERMISSION" not in str(exc).upper() and "DENIED" not in str(exc).upper():
+            raise

@@ -28,6 +28,7 @@ M2 = "DELTASINK_M2"
 JVM_CACHE = "DELTASINK_JVM_CACHE"
 FAULT = "DELTASINK_FAULT"
 CHAOS_SEED = "DELTASINK_CHAOS_SEED"
+VOLUMES_ROOT = "DELTASINK_VOLUMES_ROOT"
 
 #: Every process setting, with what it does (the docs' environment reference is rendered from it).
 PROCESS_SETTINGS: dict[str, str] = {
@@ -39,6 +40,9 @@ PROCESS_SETTINGS: dict[str, str] = {
                "(default ~/.cache/deltasink)",
     FAULT: "test-only fault injection (pipelines/faults.py); never set it in production",
     CHAOS_SEED: "the seed of a chaos-suite test, to replay it (tests only)",
+    VOLUMES_ROOT: "outside Databricks, the local folder that stands for /Volumes in the "
+                  "folders the bundle's catalog, schema and volume place a pipeline in "
+                  "(pipelines/databricks/widgets.py): its checkpoint and Data Docs",
 }
 
 #: Top-level config keys, overridable by their single-part name (as before the namespaces).

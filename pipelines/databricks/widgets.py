@@ -8,7 +8,9 @@ available. A few widgets adjust it per bundle target:
   quarantine tables become ``<catalog>.<schema>.<table>`` (the table's last name part, or the
   pipeline name), the quality-results and run-metrics tables ``<catalog>.<schema>.deltasink_*``,
   the checkpoint and Data Docs go under ``/Volumes/<catalog>/<schema>/<volume>/``. Empty: the
-  config's own locations (a local run, or a config that names its tables itself).
+  config's own locations (a local run, or a config that names its tables itself). Outside
+  Databricks, ``DELTASINK_VOLUMES_ROOT`` names the local folder that stands for ``/Volumes``, so
+  the bundle's own config runs locally against a local catalog.
 * ``bootstrap_servers``: replaces ``source.bootstrap_servers`` when set.
 * ``max_lag_records``, ``max_staleness``, ``validate_every``, ``on_failure``: replace the
   ``quality.*`` key when set (the bundle sets them only where the config has no value).
@@ -118,12 +120,15 @@ def read_secrets(raw: Mapping[str, Any], scope: str,
     return values
 
 
-def place(raw: Mapping[str, Any], catalog: str, schema: str, volume: str) -> dict[str, Any]:
+def place(raw: Mapping[str, Any], catalog: str, schema: str, volume: str,
+          volumes_root: str | None = None) -> dict[str, Any]:
     """Move the pipeline's tables to ``catalog.schema`` and its folders to the Volume.
 
     Args:
         raw: the config mapping (not modified).
         catalog, schema, volume: the Unity Catalog placement; all empty: ``raw`` unchanged.
+        volumes_root: the folder that stands for ``/Volumes`` (a local run of the bundle's
+            config, ``DELTASINK_VOLUMES_ROOT``); None: ``/Volumes`` itself.
 
     Returns:
         The config mapping with every location replaced.
@@ -137,7 +142,8 @@ def place(raw: Mapping[str, Any], catalog: str, schema: str, volume: str) -> dic
     if not (catalog and schema and volume):
         raise ConfigError("widgets catalog, schema and volume: set all three or none")
     name = str(out.get("name", ""))
-    prefix, folder = f"{catalog}.{schema}", f"/Volumes/{catalog}/{schema}/{volume}"
+    root = (volumes_root or "/Volumes").rstrip("/")
+    prefix, folder = f"{catalog}.{schema}", f"{root}/{catalog}/{schema}/{volume}"
 
     def leaf(value: Any, default: str) -> str:
         return (str(value).split(".")[-1] if value else default).replace("-", "_")
@@ -156,6 +162,12 @@ def place(raw: Mapping[str, Any], catalog: str, schema: str, volume: str) -> dic
     out["quality"] = {**quality, "docs_dir": f"{folder}/quality_docs/{name}"}
     out["checkpoint"] = f"{folder}/checkpoints/{name}"
     return out
+
+
+def local_volumes_root(environ: Mapping[str, str] | None = None) -> str | None:
+    """``DELTASINK_VOLUMES_ROOT`` outside Databricks (a local run of the bundle's config, its
+    ``/Volumes/...`` folders under that folder); None on Databricks, where Volumes are real."""
+    return None if on_databricks() else env.setting(env.VOLUMES_ROOT, environ)
 
 
 def _shade(raw: dict[str, Any]) -> dict[str, Any]:
@@ -187,7 +199,8 @@ def build_config(params: Mapping[str, str], secrets: SecretGetter | None = None,
     secret_env = read_secrets(raw, params.get("secret_scope", ""), secrets)
     environ = {**(os.environ if environ is None else environ), **secret_env}
     raw = apply_env_overrides(raw, environ)
-    raw = place(raw, *(params.get(k, "").strip() for k in ("catalog", "schema", "volume")))
+    raw = place(raw, *(params.get(k, "").strip() for k in ("catalog", "schema", "volume")),
+                volumes_root=local_volumes_root(environ))
     if params.get("bootstrap_servers", "").strip():
         raw["source"] = {**(raw.get("source") or {}),
                          "bootstrap_servers": params["bootstrap_servers"].strip()}

@@ -13,7 +13,9 @@ from typing import Any
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql.types import StructType
 
+from pipelines import faults
 from pipelines.sql import ident
+from pipelines.storage import catalog
 from pipelines.storage.store import Store
 
 
@@ -80,13 +82,23 @@ class TableRef:
     def create_if_missing(
         self, spark: SparkSession, schema: StructType, partition_by: tuple[str, ...] = ()
     ) -> None:
-        """Create the table empty with ``schema`` unless it exists (safe to race)."""
+        """Create the table empty with ``schema`` unless it exists (safe to race).
+
+        A catalog table whose creation a kill cut short is created over what Delta left, if that
+        is provably only the killed creation (:func:`pipelines.storage.catalog.recover_creation`).
+        """
         parts = f" PARTITIONED BY ({', '.join(map(ident, partition_by))})" if partition_by else ""
+        if self.name:
+            faults.arm_registration_kill(spark)
         try:
             spark.sql(f"CREATE TABLE IF NOT EXISTS {self.sql} ({column_ddl(schema)}) "
                       f"USING delta{parts}").collect()
-        except Exception:
-            if not self.exists(spark):  # a racing writer created it first: fine
+        except Exception as exc:
+            leftover = catalog.leftover_location(exc) if self.name else None
+            if leftover and self.name and not self.exists(spark):
+                catalog.recover_creation(spark, self.name, schema, column_ddl(schema), parts,
+                                         leftover)
+            elif not self.exists(spark):  # a racing writer created it first: fine
                 raise
 
     def merge(self, source: DataFrame, condition: str, clauses: str) -> list[Any]:

@@ -9,6 +9,7 @@ from typing import Any
 import pytest
 from pyspark.sql import SparkSession
 
+from pipelines import preflight
 from pipelines.errors import ConfigError
 from pipelines.kafka.broker import EmbeddedBroker
 from pipelines.kafka.topics import ensure_topic
@@ -60,3 +61,30 @@ def test_a_bad_location_fails_before_anything_is_created(
         run_pipeline(spark, cfg, validate=False, progress=lambda _l: None)
     assert message.format(value) in str(err.value)
     assert sorted(p.name for p in lake.iterdir()) == before, "a failed preflight created files"
+
+
+@pytest.mark.parametrize(("make", "message"), [
+    ("CREATE VIEW {name} AS SELECT 1 AS a", "target.table {name} is a view, not a table"),
+    ("CREATE TABLE {name} (a INT) USING parquet",
+     "target.table {name} is a parquet table, not Delta"),
+    (None, "target.table nowhere_cat.default.{leaf}: catalog nowhere_cat is not known"),
+    (None, "target.table no_such_schema.{leaf}: schema no_such_schema does not exist"),
+], ids=["view", "parquet-table", "unknown-catalog", "missing-schema"])
+def test_a_catalog_name_that_cannot_be_the_target_fails_in_one_line(
+        spark: SparkSession, lake: Path, make: str | None, message: str) -> None:
+    leaf = f"pf_{uuid.uuid4().hex[:8]}"
+    name = f"default.{leaf}"
+    if "catalog" in message:
+        name = f"nowhere_cat.default.{leaf}"
+    elif "schema no_such" in message:
+        name = f"no_such_schema.{leaf}"
+    if make:
+        spark.sql(make.format(name=name))
+    cfg = make_config(lake, "localhost:9", "t", target={"table": name, "path": None,
+                                                        "quarantine_path": None,
+                                                        "quarantine_table": f"{name}_q"})
+    with pytest.raises(ConfigError) as err:
+        preflight.check_locations(spark, cfg)
+    assert str(err.value).startswith(message.format(name=name, leaf=leaf))
+    assert "\n" not in str(err.value)
+    assert not spark.catalog.tableExists(f"default.{leaf}_q"), "a failed preflight created one"
