@@ -199,8 +199,8 @@ def build_config(params: Mapping[str, str], secrets: SecretGetter | None = None,
     secret_env = read_secrets(raw, params.get("secret_scope", ""), secrets)
     environ = {**(os.environ if environ is None else environ), **secret_env}
     raw = apply_env_overrides(raw, environ)
-    raw = place(raw, *(params.get(k, "").strip() for k in ("catalog", "schema", "volume")),
-                volumes_root=local_volumes_root(environ))
+    catalog, schema, volume = (params.get(k, "").strip() for k in ("catalog", "schema", "volume"))
+    raw = place(raw, catalog, schema, volume, volumes_root=local_volumes_root(environ))
     if params.get("bootstrap_servers", "").strip():
         raw["source"] = {**(raw.get("source") or {}),
                          "bootstrap_servers": params["bootstrap_servers"].strip()}
