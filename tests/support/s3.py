@@ -7,7 +7,8 @@ pass there, which S3 itself never allows. This server runs moto's application on
 checked and applied before the next request is read, as S3 guarantees. What that proves and
 what it cannot: ``docs/concepts/single-writer.md``.
 
-Every request is appended to a log (``<epoch ms> <KIND> <status> <path>``), so a test or a
+Every request is appended to a log (``<epoch ms> <KIND> <status> <path>``, a LIST's path
+being its bucket and prefix), so a test or a
 bench cell can count what a run cost in requests: LIST, GET, HEAD, PUT, COPY, POST, DELETE.
 
 Run as a module: ``python -m tests.support.s3 --port N --log FILE``.
@@ -22,6 +23,7 @@ import socket
 import subprocess
 import sys
 import time
+import urllib.parse
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -59,8 +61,12 @@ def _logging(app: Any, log: Path) -> Callable[..., Any]:
             return start_response(code, *args)
 
         result = app(environ, recording)
+        path = environ.get("PATH_INFO", "")
+        if kind == "LIST":  # logged as the folder listed, to count requests by key prefix
+            query = urllib.parse.parse_qs(environ.get("QUERY_STRING", ""))
+            path = f"/{path.strip('/').partition('/')[0]}/{query.get('prefix', [''])[0]}"
         handle.write(f"{int(time.time() * 1000)} {kind} {status[0] if status else '-'} "
-                     f"{environ.get('PATH_INFO', '')}\n")
+                     f"{path}\n")
         return result
 
     return wsgi
