@@ -1,32 +1,30 @@
-"""One writer per checkpoint, across processes and machines: a lease held in a small Delta table.
+"""One writer per checkpoint, across processes and machines: a lease held inside the checkpoint.
 
 ``flock`` does not cross machines and may not work on FUSE mounts such as UC Volumes, and a Spark
 Connect client cannot reach the checkpoint's store at all except through Spark. So the guard is a
 one-row Delta table inside the checkpoint (``<checkpoint>/_deltasink/lease_table``), read and
 written with Delta SQL by whichever session runs: the client's, or the ``foreachBatch`` worker's.
-Delta's commit protocol makes every change of the row an atomic compare-and-set on every store
-Delta supports: two runs that change it from the same version cannot both commit (the loser's
-UPDATE fails with a concurrent-modification conflict).
+Every change of the row is a compare-and-set as long as a Delta commit is put-if-absent: two runs
+that change it from the same version cannot both commit (the loser's UPDATE conflicts). On S3
+with open-source Spark it is not, so there the lease is an S3 object changed with S3's own
+conditional writes (``S3Lease``, ``pipelines/ledger/s3_lease.py``); this class decides for both.
 
-* **acquire:** read the row. A live lease of another run is refused: one held by a process of
-  this host that is still alive, or one renewed less than ``LEASE_TTL`` ago by the Spark
-  server's clock (``current_timestamp()``, evaluated where the row is written). Otherwise an
-  UPDATE that matches only the token just read takes it; a conflict means another run took it
-  at the same moment. A new checkpoint's table is created already holding this run's token
-  (one ``CREATE TABLE IF NOT EXISTS ... AS SELECT``), and the row is read back before the run
-  goes on: two creations at once conflict, and ``IF NOT EXISTS`` may create nothing.
-* **renew:** a daemon thread of the client updates ``renewed_at`` every ``RENEW_EVERY`` seconds,
-  while the token is still its own.
-* **verify:** before every Delta commit the sink reads the row again (in the worker, under Spark
-  Connect) and stops, before committing, if the token is not its own.
+* **acquire:** read the lease. A live lease of another run is refused: one held by a process of
+  this host that is still alive, or one renewed less than ``LEASE_TTL`` ago by the store's clock
+  (the Spark server's ``current_timestamp()``; S3's). Otherwise a compare-and-set against the
+  lease just read takes it; a lost one means another run took it at the same moment. A new
+  checkpoint's lease is created already holding this run's token, and only a run whose token it
+  holds afterwards goes on.
+* **renew:** a daemon thread of the client renews it every ``RENEW_EVERY`` seconds, while the
+  token is still its own.
+* **verify:** before every Delta commit the sink reads the lease again (in the worker, under
+  Spark Connect) and stops, before committing, if the token is not its own.
 * **release:** the token is cleared when the run ends; a crashed run's lease is taken over at once
   on the same host (its pid is gone), or after ``LEASE_TTL`` from another machine.
 
-A commit is all or nothing, so no lease is ever left half written. The table keeps one hour of
-log (``delta.logRetentionDuration``): a renewal every 20 s does not grow it without bound.
-
-A run holds it through ``pipelines/ledger/single_writer.py``, which adds the local ``flock``.
-The table's SQL, its creation and the row as read are in ``pipelines/ledger/lease_table.py``.
+A write of the lease is all or nothing, so none is ever left half written. A run holds it
+through ``pipelines/ledger/single_writer.py``, which adds the local ``flock``. The Delta table's
+SQL, its creation and the row as read are in ``pipelines/ledger/lease_table.py``.
 """
 
 from __future__ import annotations
@@ -44,7 +42,7 @@ from pyspark.sql.streaming.readwriter import DataStreamWriter
 from pipelines import faults
 from pipelines.errors import CheckpointError
 from pipelines.ledger import lease_table
-from pipelines.ledger.lease_table import Holder, conflict, missing, quote, sql_name
+from pipelines.ledger.lease_table import Holder
 from pipelines.runtime.processes import pid_alive
 
 #: A lease not renewed for this long (by the Spark server's clock) belongs to a run that is gone.
@@ -59,6 +57,8 @@ RENEW_EVERY = 20.0
 #: Process state by nature, as the pid it stands in for; only ever added to before the UPDATE
 #: that takes a lease, so no reader of this process sees a lease it holds as dead.
 _HELD_HERE: set[str] = set()
+
+
 @dataclass(frozen=True)
 class Lease:
     """This run's claim on a checkpoint. Holds no session: it is picklable, so the
@@ -88,29 +88,41 @@ class Lease:
         """The lease row, or None when there is no lease table yet."""
         return lease_table.read(spark, self.table)
 
-    def _create_taken(self, spark: SparkSession) -> bool:
-        """Create the lease table with its one row already holding this run's token: one
-        commit, where creating the table and taking its lease apart take three (``CREATE``,
-        the row's ``MERGE``, the ``UPDATE``).
+    # Where the lease lives (the Delta table): S3Lease overrides read and these five.
 
-        ``IF NOT EXISTS`` creates nothing when another run created the table first, and two
-        creations at once conflict on its first commit: so the row is read back, and only this
-        run's token in it means this run holds the lease. Leftovers of a killed creation (a log
-        without a commit) are left to :func:`~pipelines.ledger.lease_table.ensure`.
+    def _create(self, spark: SparkSession) -> bool:
+        """Create the lease already holding this run's token; whether this run now holds it.
 
-        Returns:
-            Whether this run created the table and now holds the lease.
+        One commit (``CREATE TABLE IF NOT EXISTS ... AS SELECT``). It creates nothing when
+        another run created the table first, and two creations at once conflict: so the row is
+        read back. A killed creation's leftovers (a log without a commit) are left to _ensure.
         """
-        return self._claim(lambda: self._create_and_read(spark))
-
-    def _create_and_read(self, spark: SparkSession) -> bool:
-        holder = (f"{quote(self.token)} AS token, {quote(self.pipeline)} AS pipeline, "
-                  f"{quote(self.host)} AS host, CAST({self.pid} AS BIGINT) AS pid, "
-                  "current_timestamp() AS renewed_at")
+        holder = lease_table.holder_select(self.token, self.pipeline, self.host, self.pid)
         if not lease_table.create_held(spark, self.table, holder):
             return False
         held = self.read(spark)
         return held is not None and held.token == self.token
+
+    def _ensure(self, spark: SparkSession) -> None:
+        """Make the lease exist, free, unless it does (after a creation that was cut short)."""
+        lease_table.ensure(spark, self.table)
+
+    def _set_token(self, spark: SparkSession, seen: Holder | None) -> bool:
+        """Make this run the holder if the lease is still as ``seen`` (None: a free lease, not
+        read); whether it did. A compare-and-set: of runs that saw one lease, one at most wins.
+        Creates nothing."""
+        return lease_table.update_token(spark, self.table,
+                                        (self.token, self.pipeline, self.host, self.pid),
+                                        seen.token if seen is not None else None)
+
+    def renew(self, spark: SparkSession) -> None:
+        """Refresh the lease if it is still ours (called by the renewal thread)."""
+        faults.maybe_crash("during_lease_renewal")
+        lease_table.renew(spark, self.table, self.token)
+
+    def _clear(self, spark: SparkSession) -> None:
+        """Free the lease if it is still ours."""
+        lease_table.clear(spark, self.table, self.token)
 
     def _live(self, held: Holder) -> bool:
         if held.host == self.host and held.pid == os.getpid():  # this process: it knows
@@ -135,20 +147,19 @@ class Lease:
             self.take_over(spark)
 
     def take_free(self, spark: SparkSession) -> bool:
-        """Take a lease the last run released, with one ``UPDATE`` that matches a free row.
-
-        Creates nothing: with no lease table (a new checkpoint) it only answers False.
+        """Take a lease the last run released (one ``UPDATE`` that matches a free row). Creates
+        nothing: with no lease yet (a new checkpoint) it only answers False.
 
         Returns:
             Whether this run now holds the lease.
         """
         if faults.setting("skip_lease_acquire"):
             return True  # test hook: a writer on a store where it cannot see the other's lease
-        return self._take(spark, "token IS NULL")
+        return self._take(spark, None)
 
     def take_over(self, spark: SparkSession) -> None:
-        """Read the row (creating the table and row if missing), refuse a live holder, and take
-        a free, dead or expired lease with an ``UPDATE`` that matches only the token just read.
+        """Read the lease (creating it if missing), refuse a live holder, and take a free, dead
+        or expired lease with a compare-and-set against the lease just read.
 
         Raises:
             CheckpointError: another live run holds the lease, or took it at the same moment.
@@ -157,11 +168,11 @@ class Lease:
             return
         held = self.read(spark)
         if held is None:  # a new checkpoint: create the table already holding this run's token
-            if self._create_taken(spark):
+            if self._claim(lambda: self._create(spark)):
                 return
             held = self.read(spark)
         if held is None:  # leftovers of a killed creation, or a table without its row
-            lease_table.ensure(spark, self.table)
+            self._ensure(spark)
             held = self.read(spark)
         seen = held.token if held is not None else None
         if held is not None and seen and seen != self.token and self._live(held):
@@ -169,25 +180,18 @@ class Lease:
                 f"pipeline {self.pipeline} is already running on checkpoint "
                 f"{self.location} ({self._describe(held)}); wait for it to finish. A run that "
                 f"died elsewhere releases it {LEASE_TTL:.0f}s after its last renewal.")
-        if not self._take(spark, "token IS NULL" if seen is None else f"token = {quote(seen)}"):
+        if not self._take(spark, held):
             raise CheckpointError(
                 f"pipeline {self.pipeline}: another run took checkpoint {self.location} at "
                 "the same moment; wait for it to finish.")
 
-    def _take(self, spark: SparkSession, matches: str) -> bool:
-        """Set this run's token on the row if it ``matches``; whether this run now holds it.
-
-        Delta's ``UPDATE`` is a compare-and-set: it commits only if no other commit changed the
-        row since it read it (else a concurrent-modification conflict), and it reports the rows
-        it changed, so one row changed means the lease is this run's. A missing table or a
-        conflict is "not taken".
-        """
-        return self._claim(lambda: self._update_token(spark, matches))
+    def _take(self, spark: SparkSession, seen: Holder | None) -> bool:
+        """Take the lease if it is still as ``seen`` (None: free); whether this run holds it."""
+        return self._claim(lambda: self._set_token(spark, seen))
 
     def _claim(self, attempt: Callable[[], bool]) -> bool:
-        """Run ``attempt`` (a write that may give this run the lease; whether it did) with the
-        token in ``_HELD_HERE`` first, so no run of this process sees the lease unheld, and out
-        again unless it was taken."""
+        """Run ``attempt`` (a write that may give this run the lease) with the token in
+        ``_HELD_HERE`` first, so no run of this process sees it unheld; out again unless taken."""
         _HELD_HERE.add(self.token)
         taken = False
         try:
@@ -196,29 +200,6 @@ class Lease:
             if not taken:
                 _HELD_HERE.discard(self.token)
         return taken
-
-    def _update_token(self, spark: SparkSession, matches: str) -> bool:
-        try:
-            rows = spark.sql(
-                f"UPDATE {sql_name(self.table)} SET token = {quote(self.token)}, "
-                f"pipeline = {quote(self.pipeline)}, host = {quote(self.host)}, "
-                f"pid = {self.pid}, renewed_at = current_timestamp() "
-                f"WHERE slot = 0 AND {matches}").collect()
-        except Exception as exc:
-            if missing(exc) or conflict(exc):
-                return False
-            raise
-        counted = rows[0].asDict().get("num_affected_rows") if rows else None
-        if counted is not None:
-            return int(counted) == 1
-        now = self.read(spark)  # a Delta that does not report the rows it changed
-        return now is not None and now.token == self.token
-
-    def renew(self, spark: SparkSession) -> None:
-        """Refresh ``renewed_at`` if the lease is still ours (called by the renewal thread)."""
-        faults.maybe_crash("during_lease_renewal")
-        spark.sql(f"UPDATE {sql_name(self.table)} SET renewed_at = current_timestamp() "
-                  f"WHERE slot = 0 AND token = {quote(self.token)}").collect()
 
     def verify(self, spark: SparkSession, batch_id: int) -> None:
         """Stop before committing ``batch_id`` unless the lease is still this run's.
@@ -242,11 +223,9 @@ class Lease:
             "so nothing of that batch was committed by it. Run one writer per checkpoint.")
 
     def start(self, writer: DataStreamWriter) -> StreamingQuery:
-        """Start ``writer``'s streaming query on the checkpoint this lease holds.
-
-        A writer that could not see the lease and starts at the same moment races this query
-        for the checkpoint's ``metadata`` file, and Spark refuses the loser. That is a second
-        writer like any other: a ``CheckpointError``, not a stack trace.
+        """Start ``writer``'s streaming query on the checkpoint this lease holds. A writer that
+        could not see the lease and starts at the same moment races it for the checkpoint's
+        ``metadata`` file, and Spark refuses the loser: a ``CheckpointError``, not a trace.
 
         Raises:
             CheckpointError: another query started on the checkpoint at the same moment.
@@ -266,7 +245,6 @@ class Lease:
         """Clear the token if it is still ours. Cleared or not (a full disk, a store that
         fails), this process no longer runs under it, so its next run may take it at once."""
         try:
-            spark.sql(f"UPDATE {sql_name(self.table)} SET token = NULL, renewed_at = NULL "
-                      f"WHERE slot = 0 AND token = {quote(self.token)}").collect()
+            self._clear(spark)
         finally:
             _HELD_HERE.discard(self.token)

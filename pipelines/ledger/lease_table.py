@@ -35,6 +35,9 @@ class Holder:
     host: str | None
     pid: int
     age_s: float
+    tag: str | None = None
+    """What a compare-and-set of the lease matches besides the token: the S3 object's ETag;
+    None for the Delta row, whose ``UPDATE`` matches the token."""
 
 
 def quote(text: str) -> str:
@@ -128,6 +131,53 @@ def create_held(spark: SparkSession, table: str, holder: str) -> bool:
             return False
         raise
     return True
+
+
+def holder_select(token: str, pipeline: str, host: str, pid: int) -> str:
+    """A holder's columns other than ``slot`` as a SQL select list, renewed now."""
+    return (f"{quote(token)} AS token, {quote(pipeline)} AS pipeline, {quote(host)} AS host, "
+            f"CAST({pid} AS BIGINT) AS pid, current_timestamp() AS renewed_at")
+
+
+def update_token(spark: SparkSession, table: str, holder: tuple[str, str, str, int],
+                 seen: str | None) -> bool:
+    """Set the row's holder (token, pipeline, host, pid) if its token is still ``seen`` (None:
+    a free row); whether it was set.
+
+    Delta's ``UPDATE`` is a compare-and-set: it commits only if no other commit changed the
+    row since it read it (else a concurrent-modification conflict), and it reports the rows
+    it changed, so one row changed means the row is the holder's. A missing table or a
+    conflict is "not set".
+    """
+    token, pipeline, host, pid = holder
+    matches = "token IS NULL" if seen is None else f"token = {quote(seen)}"
+    try:
+        rows = spark.sql(
+            f"UPDATE {sql_name(table)} SET token = {quote(token)}, "
+            f"pipeline = {quote(pipeline)}, host = {quote(host)}, "
+            f"pid = {pid}, renewed_at = current_timestamp() "
+            f"WHERE slot = 0 AND {matches}").collect()
+    except Exception as exc:
+        if missing(exc) or conflict(exc):
+            return False
+        raise
+    counted = rows[0].asDict().get("num_affected_rows") if rows else None
+    if counted is not None:
+        return int(counted) == 1
+    now = read(spark, table)  # a Delta that does not report the rows it changed
+    return now is not None and now.token == token
+
+
+def renew(spark: SparkSession, table: str, token: str) -> None:
+    """Refresh ``renewed_at`` if the row still holds ``token``."""
+    spark.sql(f"UPDATE {sql_name(table)} SET renewed_at = current_timestamp() "
+              f"WHERE slot = 0 AND token = {quote(token)}").collect()
+
+
+def clear(spark: SparkSession, table: str, token: str) -> None:
+    """Free the row if it still holds ``token``."""
+    spark.sql(f"UPDATE {sql_name(table)} SET token = NULL, renewed_at = NULL "
+              f"WHERE slot = 0 AND token = {quote(token)}").collect()
 
 
 def _create_by_append(spark: SparkSession, table: str) -> None:

@@ -1,7 +1,8 @@
-"""Hold a checkpoint for one run: the local ``flock`` (local folders) and the Delta lease.
+"""Hold a checkpoint for one run: the local ``flock`` (local folders) and the lease.
 
-The lease itself (``pipelines/ledger/lease.py``) is the guard across machines; a local folder
-also gets a ``flock``, which the kernel releases the moment a process dies.
+The lease itself (``pipelines/ledger/lease.py``; on S3 with open-source Spark an S3 object,
+``pipelines/ledger/s3_lease.py``) is the guard across machines; a local folder also gets a
+``flock``, which the kernel releases the moment a process dies.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from pyspark.sql import SparkSession
 from pipelines.config.paths import is_local
 from pipelines.errors import CheckpointError
 from pipelines.ledger.lease import RENEW_EVERY, Lease
+from pipelines.ledger.s3_lease import lease_for
 from pipelines.runtime.spark import own_session
 
 
@@ -60,7 +62,7 @@ class Claim:
     """
 
     def __init__(self, spark: SparkSession, location: str, pipeline: str) -> None:
-        self.lease = Lease(location, pipeline)
+        self.lease = lease_for(spark, location, pipeline)
         self._spark = spark
         self._locks = ExitStack()  # the local flock, taken now if the folder exists
         # A new local folder: no lock, no lease to take before wait() (it would create them).
