@@ -37,6 +37,7 @@ from pipelines.sink.avro import writer_schemas
 from pipelines.sink.batch import BatchSink
 from pipelines.sink.metrics import BatchMetrics, RunResult
 from pipelines.sink.tables import ensure_sink_tables
+from pipelines.storage import exclusive
 
 log = logging.getLogger("deltasink")
 Progress = Callable[[str], None]
@@ -94,7 +95,8 @@ def run_pipeline(spark: SparkSession, config: PipelineConfig, *, trigger: str = 
         if source.gap is not None:  # Spark's source is the only client: say what that costs
             say(reach.reduced_checks(source.gap, config.source))
         with clock.phase("preflight"):
-            for note in preflight.check_locations(spark, config):
+            for note in preflight.check_locations(spark, config) + \
+                    exclusive.commit_notes(spark, preflight.tables(config)):  # lost commits
                 say(note)
             writer_schemas(config)  # Avro: the registry answers, or the .avsc reads, first
         with clock.phase("tables"):
