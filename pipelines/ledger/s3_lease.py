@@ -66,7 +66,7 @@ class S3Lease(Lease):
     def _create(self, spark: SparkSession) -> bool:
         """Create the lease holding this run's token (``If-None-Match: *``): one request, and
         S3 lets exactly one of two creations succeed, so nothing needs reading back."""
-        return conditional.create(self.place, self.table, self._fields())
+        return self._won(spark, conditional.create(self.place, self.table, self._fields()))
 
     def _ensure(self, spark: SparkSession) -> None:
         """Nothing: a PUT is all or nothing, so no creation leaves anything half made."""
@@ -78,8 +78,17 @@ class S3Lease(Lease):
             seen = self.read(spark)
             if seen is None or seen.token is not None:
                 return False
-        return seen.tag is not None and conditional.replace(self.place, self.table,
-                                                            self._fields(), seen.tag)
+        return seen.tag is not None and self._won(
+            spark, conditional.replace(self.place, self.table, self._fields(), seen.tag))
+
+    def _won(self, spark: SparkSession, applied: bool) -> bool:
+        """Whether a conditional write gave this run the lease: applied, or refused only because
+        an earlier attempt of it was applied (botocore retries a write whose answer was lost,
+        and the retry then finds this run's own version)."""
+        if applied:
+            return True
+        held = self.read(spark)
+        return held is not None and held.token == self.token
 
     def renew(self, spark: SparkSession) -> None:
         """Rewrite the lease (a new ``LastModified``) if it is still ours, against the version
