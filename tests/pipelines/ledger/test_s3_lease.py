@@ -39,7 +39,7 @@ from tests.support.s3 import REGION, S3Server, client_env
 
 #: How many runs race in each round of the parallel tests (boto3's pool holds 10 connections).
 RACERS = 8
-ROUNDS = 3
+ROUNDS = 2
 NO_SPARK: Any = None  # the S3 lease never uses its session argument
 
 
