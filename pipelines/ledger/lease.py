@@ -88,7 +88,7 @@ class Lease:
         """The lease row, or None when there is no lease table yet."""
         return lease_table.read(spark, self.table)
 
-    # Where the lease lives (the Delta table): S3Lease overrides read and these five.
+    # Where the lease lives (the Delta table): S3Lease overrides table, read and these five.
 
     def _create(self, spark: SparkSession) -> bool:
         """Create the lease already holding this run's token; whether this run now holds it.
