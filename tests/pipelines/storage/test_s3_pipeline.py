@@ -6,10 +6,9 @@ process started from another folder.
 One process for ``make test``, a cold ``run --no-validate`` of one batch: against moto, which
 answers one request at a time, the module took 146 s (broker start included) on a 2-core
 machine at a load of 11; a run of two batches with its validation took 235 s there. The
-validation, the crash and rerun,
-``status``, the operator actions (a rolled-back checkpoint, ``rewind``, ``quarantine
-redrive``, a planted duplicate failing ``validate``) and the README's own ``s3://`` example
-are in test_s3_operations.py (``make chaos``).
+validation, the crash and rerun, ``status``, the operator actions (a rolled-back checkpoint,
+``rewind``, ``quarantine redrive``, a planted duplicate failing ``validate``) and the README's
+own ``s3://`` example are in test_s3_operations.py (``make chaos``).
 """
 
 from __future__ import annotations
