@@ -16,7 +16,7 @@ from pipelines.errors import CheckpointError
 from pipelines.kafka.broker import EmbeddedBroker
 from pipelines.kafka.produce import produce_events
 from pipelines.run import run_pipeline
-from tests.chaos.conftest import PROFILES, Profile, record
+from tests.chaos.conftest import LONG, PROFILES, SHORT, Profile, record
 from tests.support import runner
 from tests.support.checker import check
 from tests.support.configs import make_config, write_config
@@ -26,7 +26,16 @@ def quiet(_line: str) -> None:
     pass
 
 
-@pytest.mark.parametrize("profile", PROFILES)
+#: Both profiles in ``make chaos`` only, for the two scenarios that ``make test`` covers more
+#: cheaply elsewhere, on the same code paths: a checkpoint deleted and a producer replay sent
+#: after it, in ``tests/pipelines/test_run.py`` (test_checkpoint_deletion_loses_and_duplicates_
+#: nothing); a truncated newest offsets file refused with the advice, then the advice followed,
+#: in ``tests/pipelines/test_bad_inputs.py`` (beside the metadata and commits files).
+CHAOS_ONLY = [pytest.param(SHORT, marks=pytest.mark.chaos, id="short"),
+              pytest.param(LONG, marks=pytest.mark.chaos, id="long")]
+
+
+@pytest.mark.parametrize("profile", CHAOS_ONLY)
 def test_checkpoint_deleted_between_runs(spark: SparkSession, broker: EmbeddedBroker,
                                          lake: Path, topic: str, profile: Profile,
                                          seed: int) -> None:
@@ -50,7 +59,7 @@ def test_checkpoint_deleted_between_runs(spark: SparkSession, broker: EmbeddedBr
     assert verdict.clean, (seed, verdict)
 
 
-@pytest.mark.parametrize("profile", PROFILES)
+@pytest.mark.parametrize("profile", CHAOS_ONLY)
 def test_truncated_offsets_file_stops_with_advice_that_works(
         spark: SparkSession, broker: EmbeddedBroker, lake: Path, topic: str, profile: Profile,
         seed: int) -> None:

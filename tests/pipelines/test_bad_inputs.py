@@ -156,8 +156,8 @@ def test_bad_locations_and_damaged_state_each_stop_in_one_line_and_a_later_run_l
     * ``target.quarantine_path`` at ``target.path``: spelled the same, through a symbolic link,
       or a folder inside it (a VACUUM of the target would empty it): exit 2, before reading.
     * The checkpoint's ``metadata`` (the query id: without the check Spark would make up a new
-      one) or its newest ``commits/<n>`` cut short, as a crash or a full disk leaves them:
-      exit 1, "is damaged", and what to do.
+      one), its newest ``commits/<n>`` or its newest ``offsets/<n>`` cut short, as a crash or
+      a full disk leaves them: exit 1, "is damaged", and what to do.
     * The target's ``_delta_log`` refusing writes (permission denied: ``chattr +i``, see
       :func:`immutable`): exit 2, before reading.
     * The target's newest ``_delta_log`` entry cut short. This cannot be made safe (the entry
@@ -166,8 +166,10 @@ def test_bad_locations_and_damaged_state_each_stop_in_one_line_and_a_later_run_l
     """
     topic = f"bad-state-{uuid.uuid4().hex[:8]}"
     first = produce_events(broker.bootstrap_servers, topic, 40, poison_rate=0.1, seed=17)
+    # Two batches, so the damaged offsets file below is the newest of several; the last run
+    # lands everything in one (the config is written again before it).
     path = write_config(lake, broker.bootstrap_servers, topic,
-                        source={"max_records_per_batch": 20})
+                        source={"max_records_per_batch": 25})
     cfg = load_config(path, environ={})
     assert main(["run", "--config", str(path), "--no-validate"]) == 0, capsys.readouterr().err
     capsys.readouterr()
@@ -187,7 +189,9 @@ def test_bad_locations_and_damaged_state_each_stop_in_one_line_and_a_later_run_l
 
     # Damaged checkpoint files: named, with what to do.
     commits = max((root / "commits").glob("[0-9]*"), key=lambda p: int(p.name))
-    for case, file in [("metadata", root / "metadata"), ("commits", commits)]:
+    offsets = max((root / "offsets").glob("[0-9]*"), key=lambda p: int(p.name))
+    for case, file in [("metadata", root / "metadata"), ("commits", commits),
+                       ("offsets", offsets)]:
         good = file.read_bytes()
         file.write_bytes(good[:7])
         code, err = refused(path, case)
@@ -222,7 +226,6 @@ def test_bad_locations_and_damaged_state_each_stop_in_one_line_and_a_later_run_l
     for case, quarantine in [("same", target), ("symlink", lake / "link"),
                              ("nested", target / "quarantine")]:
         bad = write_config(lake, broker.bootstrap_servers, topic, name="orders_bronze",
-                           source={"max_records_per_batch": 20},
                            target={"quarantine_path": str(quarantine)})
         code, err = refused(bad, case)
         assert code == 2, (case, err)
@@ -233,8 +236,7 @@ def test_bad_locations_and_damaged_state_each_stop_in_one_line_and_a_later_run_l
         else:
             assert err == (f"error: target.path and target.quarantine_path are the same "
                            f"location ({quarantine}); give each its own folder.\n"), (case, err)
-    path = write_config(lake, broker.bootstrap_servers, topic,
-                        source={"max_records_per_batch": 20})
+    path = write_config(lake, broker.bootstrap_servers, topic)
 
     # Put right, with the checkpoint deleted as the damaged-checkpoint line says: all once.
     shutil.rmtree(root)

@@ -75,6 +75,10 @@ def test_every_poison_kind_is_quarantined_exactly_once(
 
 def test_a_replayed_batch_is_a_no_op(spark: SparkSession, broker: EmbeddedBroker,
                                       lake: Path) -> None:
+    """A crash after the Delta commit loses only the last checkpoint commit: Spark re-runs
+    that batch with the same id and offsets, and it commits nothing. New records behind it do
+    not make it look like a rolled-back checkpoint (``pipelines/ledger/reconcile.py``): nothing
+    is retired, and the run goes on past the replay."""
     topic = new_topic()
     # 1,010 records in batches of at most 600: two batches, so the replayed one is not batch 0.
     cfg = make_config(lake, broker.bootstrap_servers, topic, source={"max_records_per_batch": 600})
@@ -87,14 +91,18 @@ def test_a_replayed_batch_is_a_no_op(spark: SparkSession, broker: EmbeddedBroker
                      key=lambda p: int(p.name))
     commits[-1].unlink()
     (commits[-1].parent / f".{commits[-1].name}.crc").unlink(missing_ok=True)
+    more = produce_events(broker.bootstrap_servers, topic, 300, seed=25, id_prefix="more")
     replay = run_pipeline(spark, cfg, validate=False, progress=lambda _l: None)
-    assert [b.replayed for b in replay.batches] == [True]
+    assert [b.replayed for b in replay.batches] == [True, False]  # the replay, then the new
     assert replay.batches[0].batch_id == int(commits[-1].name)
-    assert cfg.target.ref.history(spark, 1).first()["version"] == version  # type: ignore[index]
-    verdict = check(spark, cfg, sent.event_ids, 10)
+    assert replay.inserted == 300
+    # The replay committed nothing: the table's one new version is the new batch's.
+    assert cfg.target.ref.history(spark, 1).first()["version"] == version + 1  # type: ignore[index]
+    assert not list((Path(cfg.checkpoint) / "_deltasink" / "generations").glob("*"))  # kept
+    verdict = check(spark, cfg, sent.event_ids + more.event_ids, 10)
     assert verdict.clean, verdict
     # Run metrics are recorded per committed batch; the replay adds no row.
-    assert cfg.quality.metrics_ref.read(spark).count() == batches
+    assert cfg.quality.metrics_ref.read(spark).count() == batches + 1
 
 
 def test_checkpoint_deletion_loses_and_duplicates_nothing(
@@ -105,9 +113,15 @@ def test_checkpoint_deletion_loses_and_duplicates_nothing(
     run(spark, cfg)
     shutil.rmtree(cfg.checkpoint)
     second = produce_events(broker.bootstrap_servers, topic, 300, seed=40, id_prefix="late")
+    # ... and a producer replay of the first run's events, sent after the checkpoint was lost
+    # (the scenario of tests/chaos/test_checkpoint.py, whose short profile this one replaces).
+    replay = produce_events(broker.bootstrap_servers, topic, 800, seed=4)
+    assert set(replay.event_ids) == set(first.event_ids)
     result = run_pipeline(spark, cfg, validate=False, progress=lambda _l: None)
-    # Resumed from the table's offsets: only the new records were read.
-    assert result.records_in == 300 and result.inserted == 300
+    # Resumed from the table's offsets: only the records sent since were read, and the
+    # replayed ones were caught by the MERGE against the table.
+    assert result.records_in == 300 + 800 and result.inserted == 300
+    assert sum(b.duplicates_by_merge for b in result.batches) == 800
     verdict = check(spark, cfg, first.event_ids + second.event_ids, 0)
     assert verdict.clean, verdict
 
