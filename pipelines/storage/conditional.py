@@ -98,8 +98,8 @@ def _client(place: S3Place) -> Any:
     """One boto3 client per place and process (a client is thread-safe, its creation slow). Each
     process builds its own: a lease pickled into a ``foreachBatch`` worker carries no client."""
     try:
-        import boto3  # type: ignore[import-untyped]
-        from botocore.config import Config  # type: ignore[import-untyped]
+        import boto3
+        from botocore.config import Config
     except ImportError:
         raise EnvironmentSetupError(
             "a checkpoint on S3 needs boto3 for its lease: pip install deltasink[s3]") from None
@@ -125,7 +125,7 @@ def _failed(url: str, doing: str, exc: BaseException) -> CheckpointError:
 
 
 def _call(url: str, doing: str, action: Any, **kwargs: Any) -> Any:
-    from botocore.exceptions import BotoCoreError, ClientError  # type: ignore[import-untyped]
+    from botocore.exceptions import BotoCoreError, ClientError
 
     bucket, key = split(url)
     try:
