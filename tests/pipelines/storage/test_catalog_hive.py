@@ -8,8 +8,8 @@ next: Spark's Hive metastore on embedded Derby (pyspark's own jars), set through
 One scenario for the module: the schema made first; a run SIGKILLed inside Delta's CREATE of the
 target (after Delta's first commit, before the metastore registers the name: the leftover a user
 met, which failed every later run); a rerun SIGKILLed after the target commit of batch 1; a rerun
-with validation; ``status``. Then (make chaos) ``rewind`` and a planted duplicate that
-``validate`` fails with exit 3.
+with validation. Then (make chaos, to keep make test's share near two minutes) ``status``,
+``rewind`` and a planted duplicate that ``validate`` fails with exit 3.
 """
 
 from __future__ import annotations
@@ -70,7 +70,6 @@ class Scenario:
     leftover: list[str]
     killed_in_stream: subprocess.CompletedProcess[str]
     resumed: subprocess.CompletedProcess[str]
-    status: subprocess.CompletedProcess[str]
     cwd: Path
 
     def location(self, table: str) -> Path:
@@ -116,9 +115,8 @@ def scenario(broker: EmbeddedBroker, tmp_path_factory: pytest.TempPathFactory) -
     leftover = sorted(p.name for p in log.iterdir()) if log.is_dir() else []
     killed_in_stream = runner.run(config, fault="after_target_commit@1", env=environ, cwd=cwd)
     resumed = runner.run(config, validate=True, env=environ, cwd=cwd)
-    status = runner.deltasink("status", "--config", str(config), "--json", env=environ, cwd=cwd)
     return Scenario(root, config, raw, environ, sent, killed_in_create, leftover,
-                    killed_in_stream, resumed, status, cwd)
+                    killed_in_stream, resumed, cwd)
 
 
 def test_the_bundle_config_names_four_catalog_tables_and_local_volume_folders(
@@ -177,17 +175,11 @@ def test_every_event_landed_once_and_the_quarantine_is_exact(
     assert not any(got.values()), got
 
 
-def test_status_reads_the_catalog_pipeline_in_sync(scenario: Scenario) -> None:
-    assert scenario.status.returncode == 0, scenario.status.stderr[-3000:]
-    state = json.loads(scenario.status.stdout)
-    assert state["in_sync"], state
-    assert state["target_rows"] == len(scenario.sent.event_ids)
-    assert state["quarantine_rows"] == sum(scenario.sent.poison.values())
-
-
 @pytest.fixture(scope="module")
 def operations(spark: SparkSession, scenario: Scenario) -> dict[str, Any]:
-    """``rewind`` one version back, then a planted duplicate and ``validate --full``."""
+    """``status``; ``rewind`` one version back; a planted duplicate and ``validate --full``."""
+    status = runner.deltasink("status", "--config", str(scenario.config), "--json",
+                              env=scenario.env, cwd=scenario.cwd)
     target = scenario.location("orders")
     before = spark.sql(f"DESCRIBE HISTORY delta.`{target}`").count()
     rewind = runner.deltasink("rewind", "--config", str(scenario.config), "--to-version",
@@ -197,8 +189,19 @@ def operations(spark: SparkSession, scenario: Scenario) -> dict[str, Any]:
         .mode("append").save(str(target))
     validate = runner.deltasink("validate", "--config", str(scenario.config), "--full",
                                 env=scenario.env, cwd=scenario.cwd)
-    return {"rewind": rewind, "operation": after["operation"] if after else None,
+    return {"status": status, "rewind": rewind, "operation": after["operation"] if after else None,
             "validate": validate}
+
+
+@pytest.mark.chaos
+def test_status_reads_the_catalog_pipeline_in_sync(
+        operations: dict[str, Any], scenario: Scenario) -> None:
+    done = operations["status"]
+    assert done.returncode == 0, done.stderr[-3000:]
+    state = json.loads(done.stdout)
+    assert state["in_sync"], state
+    assert state["target_rows"] == len(scenario.sent.event_ids)
+    assert state["quarantine_rows"] == sum(scenario.sent.poison.values())
 
 
 @pytest.mark.chaos
