@@ -52,6 +52,7 @@ bench: install
 	$(PY) -m bench.hot_day
 	$(PY) -m bench.group
 	$(PY) -m bench.ledger
+	$(PY) -m bench.s3_requests
 
 # A 5M-record backlog through deltasink in 500k batches; checks the driver's peak RSS < 3 GiB.
 bench-memory: install
