@@ -17,8 +17,11 @@ the log's schema and partitioning are exactly the ones given. The name becomes a
 table at the location a managed one would have had: the same data, but ``DROP TABLE`` then keeps
 its files. The run says so in one line.
 
-Only a leftover that is provably the creation deltasink started is registered: a Delta log whose
-whole history is one ``CREATE TABLE`` commit of a managed table, with no data file. Rarer, a kill
+A live creation by another run meets the same refusal until it registers the name, so the name
+is first awaited a few seconds. Only a leftover that holds nothing but such a killed creation is
+registered: a Delta log whose whole history is one managed ``CREATE TABLE`` commit, with no data
+file, of exactly this table's columns and partitioning (Delta's own check at the ``CREATE``).
+Registering it loses nothing and adopts no one's data. Rarer, a kill
 before that commit leaves a ``_delta_log`` folder with no commit in it; then, if no visible file
 lies anywhere in the location, the table is created by an empty append (``saveAsTable``), which
 Delta accepts over such a folder and which registers a managed table (its columns nullable).
@@ -30,6 +33,7 @@ from __future__ import annotations
 
 import logging
 import re
+import time
 from typing import Any
 
 from pyspark.sql import SparkSession
@@ -126,6 +130,8 @@ def recover_creation(spark: SparkSession, name: str, schema: StructType, columns
     Raises:
         ConfigError: the location holds anything but deltasink's own killed creation.
     """
+    if _registered_meanwhile(spark, name):
+        return
     path = f"delta.{ident(location)}"
     try:
         history = spark.sql(f"DESCRIBE HISTORY {path}").collect()
@@ -154,6 +160,21 @@ def recover_creation(spark: SparkSession, name: str, schema: StructType, columns
     empty.write.format("delta").mode("append").saveAsTable(name)
     log.warning("table %s: a killed creation had left an empty Delta log at %s; created the "
                 "table over it", name, location)
+
+
+def _registered_meanwhile(spark: SparkSession, name: str, wait: float = 5.0) -> bool:
+    """Whether another writer's creation registers ``name`` within ``wait`` seconds.
+
+    Two runs creating one new table (a group's shared bookkeeping tables) meet the same refusal
+    while the other's creation sits between its commit and its registration; that one registers
+    within moments. A killed creation never does.
+    """
+    deadline = time.monotonic() + wait
+    while time.monotonic() < deadline:
+        if spark.catalog.tableExists(name):
+            return True
+        time.sleep(0.5)
+    return bool(spark.catalog.tableExists(name))
 
 
 def _only_our_creation(history: list[Any], files: int) -> bool:
