@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
 
-from pipelines.databricks.widgets import place, read_secrets
+from pipelines.databricks.widgets import build_config, local_volumes_root, place, read_secrets
 from pipelines.errors import ConfigError
 
 RAW: dict[str, Any] = {
@@ -52,3 +54,20 @@ def test_secrets_need_a_scope_and_a_getter_and_name_what_failed_without_values()
         "DELTASINK_SOURCE__OPTIONS__X": "scope/k"}
     scoped = {**raw, "databricks": {**raw["databricks"], "secret_scope": "own"}}
     assert read_secrets(scoped, "", lambda s, k: s) == {"DELTASINK_SOURCE__OPTIONS__X": "own"}
+
+
+def test_volumes_root_maps_the_volume_folders_locally_and_only_outside_databricks(
+        monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    config = tmp_path / "orders.yml"
+    config.write_text(yaml.safe_dump({**RAW, "source": {"topics": ["orders"],
+                                                         "bootstrap_servers": "localhost:9092"}}))
+    params = {"config": str(config), "catalog": "main", "schema": "sales", "volume": "vol"}
+    environ = {"DELTASINK_VOLUMES_ROOT": str(tmp_path / "Volumes")}
+    monkeypatch.delenv("DATABRICKS_RUNTIME_VERSION", raising=False)
+    local = build_config(params, environ=environ)
+    assert local.checkpoint == str(tmp_path / "Volumes" / "main/sales/vol/checkpoints/orders")
+    assert local.quality.docs_dir == str(tmp_path / "Volumes/main/sales/vol/quality_docs/orders")
+    assert local.target.table == "main.sales.orders"
+    monkeypatch.setenv("DATABRICKS_RUNTIME_VERSION", "15.4")
+    assert local_volumes_root(environ) is None  # on Databricks, /Volumes is real
+    assert place(RAW, "main", "sales", "vol")["checkpoint"].startswith("/Volumes/main/")
