@@ -10,7 +10,6 @@ import random
 import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass
-from pathlib import Path
 
 import pytest
 from _pytest.terminal import TerminalReporter
@@ -98,10 +97,22 @@ def topic() -> str:
     return f"chaos-{uuid.uuid4().hex[:8]}"
 
 
-@pytest.fixture
-def own_broker(tmp_path: Path) -> Iterator[EmbeddedBroker]:
-    """A broker of this test only, so that pausing or stopping it disturbs nobody else."""
-    node = EmbeddedBroker.at(tmp_path / "broker", port=free_port_pair()).start(timeout=120)
+@pytest.fixture(scope="module")
+def _file_broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[EmbeddedBroker]:
+    node = EmbeddedBroker.at(tmp_path_factory.mktemp("own-broker"),
+                             port=free_port_pair()).start(timeout=120)
     yield node
     node.resume()
     node.stop()
+
+
+@pytest.fixture
+def own_broker(_file_broker: EmbeddedBroker) -> Iterator[EmbeddedBroker]:
+    """A broker of this file's tests only, so that pausing or killing it disturbs no other
+    file's test. The file's tests take turns on it (a file runs on one worker, one test after
+    another): one broker start per file, not one per test. Each test gets it running (started
+    again if a failed test left it killed) and leaves it thawed."""
+    _file_broker.resume()
+    _file_broker.start(timeout=120)  # a no-op when it runs
+    yield _file_broker
+    _file_broker.resume()
