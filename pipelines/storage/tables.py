@@ -85,7 +85,8 @@ class TableRef:
         """Create the table empty with ``schema`` unless it exists (safe to race).
 
         A catalog table whose creation a kill cut short is created over what Delta left, if that
-        is provably only the killed creation (:func:`pipelines.storage.catalog.recover_creation`).
+        holds nothing but the killed creation (:func:`pipelines.storage.catalog.recover_creation`);
+        anything else there is refused in one line.
         """
         parts = f" PARTITIONED BY ({', '.join(map(ident, partition_by))})" if partition_by else ""
         if self.name:
