@@ -82,8 +82,9 @@ def test_a_disk_that_fills_during_a_run_stops_in_one_line_and_the_next_run_lands
     topic = f"full-disk-{uuid.uuid4().hex[:8]}"
     first = produce_events(broker.bootstrap_servers, topic, 40, poison_rate=0.1, seed=23)
     with small_disk(tmp_path / "disk") as lake:
-        path = write_config(lake, broker.bootstrap_servers, topic,
-                            source={"max_records_per_batch": 20})
+        # The first run and the last land in one batch each: only the run the disk fills
+        # under needs small batches (the batch size is the config file's, rewritten between).
+        path = write_config(lake, broker.bootstrap_servers, topic)
         cfg = load_config(path, environ={})
         assert main(["run", "--config", str(path), "--no-validate"]) == 0, \
             capsys.readouterr().err
@@ -93,6 +94,8 @@ def test_a_disk_that_fills_during_a_run_stops_in_one_line_and_the_next_run_lands
         # Ten batches left: the disk fills after the first of them commits, well before the end.
         more = produce_events(broker.bootstrap_servers, topic, 200, poison_rate=0.1, seed=24,
                               id_prefix="more")
+        assert write_config(lake, broker.bootstrap_servers, topic,
+                            source={"max_records_per_batch": 20}) == path
         filling = FillOnCommit(log, newest)
         filling.start()
         try:
@@ -109,6 +112,7 @@ def test_a_disk_that_fills_during_a_run_stops_in_one_line_and_the_next_run_lands
 
         assert filling.filler is not None
         filling.filler.unlink()  # space again
+        assert write_config(lake, broker.bootstrap_servers, topic) == path  # one batch again
         assert main(["run", "--config", str(path), "--no-validate"]) == 0, \
             capsys.readouterr().err
         verdict = check(spark, cfg, [*first.event_ids, *more.event_ids],
