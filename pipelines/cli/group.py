@@ -78,6 +78,15 @@ def _load(args: argparse.Namespace, files: list[Path]
     return configs, refused
 
 
+def session_config(configs: list[PipelineConfig]) -> PipelineConfig:
+    """The config the group's one session is built from: their ``spark`` sections agree (see
+    :func:`_load`), but only a pipeline with an S3 location brings S3A's jar and settings
+    (:func:`pipelines.runtime.spark.spark_for`), so one on S3 if any, else the first."""
+    from pipelines.storage import s3
+
+    return next((c for c in configs if s3.used_by(c)), configs[0])
+
+
 def _landed(outcome: Outcome) -> str:
     result = outcome.result
     what = (f"{len(result.batches)} batches, in={result.records_in} "
@@ -108,7 +117,7 @@ def cmd_run_group(args: argparse.Namespace, files: list[Path]) -> int:
         validate = not args.no_validate
         if validate and any(c.quality.enabled for c in configs):
             preload("quality.validate")  # Great Expectations imports while the JVM starts
-        spark = spark_for(configs[0])
+        spark = spark_for(session_config(configs))
         print(f"group: {len(configs)} pipelines, up to {args.parallel} at a time, in one Spark "
               "session", flush=True)
         for outcome in run_group(spark, configs, parallel=args.parallel, validate=validate,
