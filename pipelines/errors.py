@@ -68,6 +68,43 @@ class RegistryError(DeltasinkError):
     """The schema registry could not be reached, refused the credentials, or answered an error."""
 
 
+def failure_line(exc: BaseException | str, limit: int = 300) -> str:
+    """The one line of a failure a user is shown: its first non-empty line, at most ``limit``.
+
+    Where Spark hands that line over to a Python traceback (a ``foreachBatch`` body's failure
+    ends ``Return Message: Traceback (most recent call last):``), the traceback's last line, the
+    exception raised, takes the traceback's place: the line says what failed, with no traceback.
+    """
+    text = str(exc).strip()
+    lines = [line for line in text.splitlines() if line.strip()]
+    if not lines:
+        return (type(exc).__name__ if isinstance(exc, BaseException) else "")[:limit]
+    first = lines[0]
+    head, marker, _ = first.partition(_TRACEBACK)
+    if marker:
+        first = f"{head.rstrip()} {_raised(lines[1:])}".strip()
+    return first[:limit]
+
+
+_TRACEBACK = "Traceback (most recent call last)"
+#: Lines of a Python traceback that are neither a frame nor the exception: chained tracebacks.
+_CHAINING = (_TRACEBACK, "During handling of the above exception",
+             "The above exception was the direct cause")
+
+
+def _raised(lines: list[str]) -> str:
+    """The exception line that ends a Python traceback (the last of a chain): its unindented
+    lines that are not headers, up to what Spark appends (``=== Streaming Query ===``, the JVM's
+    stack trace)."""
+    raised = ""
+    for line in lines:
+        if line.startswith(("=== ", "JVM stacktrace")):
+            break
+        if line[:1] not in (" ", "\t") and not line.startswith(_CHAINING):
+            raised = line.strip()
+    return raised
+
+
 def raised_in_batch(text: str) -> DeltasinkError | None:
     """The deltasink error a ``foreachBatch`` body raised, recovered from Spark's failure text.
 

@@ -20,6 +20,7 @@ from pipelines.errors import (
     CheckpointMismatchError,
     DeltasinkError,
     SourceError,
+    failure_line,
     raised_in_batch,
 )
 from pipelines.kafka import reach, topics
@@ -244,7 +245,7 @@ def _report(feed: BatchFeed, query: StreamingQuery, say: Progress) -> None:
     except DeltasinkError:
         raise  # a cadence validation's verdict (quality.on_failure: stop)
     except Exception as exc:  # reporting must not turn a good run into a failed one
-        first = (str(exc).strip().splitlines() or [type(exc).__name__])[0][:300]
+        first = failure_line(exc)
         say(f"warning: could not read the finished batches from the target's history ({first})")
 
 
@@ -290,7 +291,7 @@ def _watch(spark: SparkSession, query: StreamingQuery, config: PipelineConfig,
 def explain(exc: StreamingQueryException, config: PipelineConfig) -> DeltasinkError:
     """Turn a streaming failure into an actionable deltasink error."""
     text = str(exc)
-    first = next((ln for ln in text.splitlines() if ln.strip()), text)[:500]
+    first = failure_line(exc, 500)
     if "UnknownTopicOrPartitionException" in text:  # Spark's source lists a missing topic
         return SourceError(
             f"a topic of source.topics does not exist on {config.source.bootstrap_servers} "

@@ -23,7 +23,13 @@ from pyspark.sql import SparkSession
 
 from pipelines.batches import BatchFeed
 from pipelines.config.model import PipelineConfig
-from pipelines.errors import ConfigError, DeltasinkError, SourceError, raised_in_batch
+from pipelines.errors import (
+    ConfigError,
+    DeltasinkError,
+    SourceError,
+    failure_line,
+    raised_in_batch,
+)
 from pipelines.kafka import admin, topics
 from pipelines.kafka.source import read_stream
 from pipelines.ledger import checkpoint
@@ -147,7 +153,7 @@ def replay(spark: SparkSession, config: PipelineConfig, from_timestamp: str, *,
             failure = raised_in_batch(str(exc))
             if failure is not None:
                 raise failure from None
-            first = (str(exc).strip().splitlines() or [""])[0][:300]
+            first = failure_line(exc)
             raise DeltasinkError(f"replay {replay_id} failed ({first}); what it committed is "
                                  "consistent, run the same replay again to finish.") from None
         finally:

@@ -18,7 +18,13 @@ from datetime import datetime
 from pyspark.sql import SparkSession
 
 from pipelines.config.model import PipelineConfig
-from pipelines.errors import CommitError, ConfigError, OwnClientUnavailable, SourceError
+from pipelines.errors import (
+    CommitError,
+    ConfigError,
+    OwnClientUnavailable,
+    SourceError,
+    failure_line,
+)
 from pipelines.kafka import topics
 from pipelines.ledger import checkpoint, state
 from pipelines.ledger.single_writer import single_writer
@@ -122,7 +128,7 @@ def _restore(spark: SparkSession, ref: TableRef, version: int) -> None:
     try:
         ref.restore(spark, version)
     except Exception as exc:
-        first = (str(exc).strip().splitlines() or [""])[0][:300]
+        first = failure_line(exc)
         raise CommitError(f"RESTORE of {ref.describe()} to version {version} failed ({first}); "
                           "its files may have been vacuumed. Pick a later version.") from None
 
