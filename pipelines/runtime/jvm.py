@@ -133,37 +133,31 @@ def _resolve(name: str, coordinates: list[str], exclude: str | None = None) -> l
     return [Path(p) for p in out.read_text().strip().split(os.pathsep) if p]
 
 
+def _cached(name: str, wanted: tuple[str, ...] = ()) -> list[Path] | None:
+    """The classpath :func:`_resolve` wrote for ``name``, if every jar of it is still there and
+    it holds the jars of ``wanted``; else None (resolve again)."""
+    cached = cache_dir() / name / "classpath.txt"
+    if not cached.exists():
+        return None
+    jars = [Path(p) for p in cached.read_text().strip().split(os.pathsep) if p]
+    needed = {Coordinate.parse(c).jar_in(m2_repository()) for c in wanted}
+    return jars if jars and all(j.exists() for j in jars) and needed <= set(jars) else None
+
+
 def broker_classpath() -> list[Path]:
     """The embedded Kafka broker's classpath, fetched on first use and cached afterwards."""
-    cached = cache_dir() / "kafka-broker" / "classpath.txt"
-    if cached.exists():
-        jars = [Path(p) for p in cached.read_text().strip().split(os.pathsep) if p]
-        if jars and all(j.exists() for j in jars):
-            return jars
-    return _resolve("kafka-broker", [KAFKA_BROKER, *_BROKER_EXTRAS])
+    return _cached("kafka-broker") or _resolve("kafka-broker", [KAFKA_BROKER, *_BROKER_EXTRAS])
 
 
 def spark_classpath() -> list[Path]:
     """The Spark-side jars (Delta, Kafka connector, spark-avro, their dependencies) in ~/.m2."""
-    cached = cache_dir() / "spark-packages" / "classpath.txt"
-    if cached.exists():
-        jars = [Path(p) for p in cached.read_text().strip().split(os.pathsep) if p]
-        wanted = {Coordinate.parse(c).jar_in(m2_repository()) for c in SPARK_PACKAGES}
-        if jars and all(j.exists() for j in jars) and wanted <= set(jars):
-            return jars
-    return _resolve("spark-packages", [DELTA, *SPARK_PACKAGES, TOKEN_PROVIDER],
-                    exclude=TOKEN_PROVIDER)
+    return _cached("spark-packages", SPARK_PACKAGES) or _resolve(
+        "spark-packages", [DELTA, *SPARK_PACKAGES, TOKEN_PROVIDER], exclude=TOKEN_PROVIDER)
 
 
 def s3_classpath() -> list[Path]:
     """The S3A jars (hadoop-aws, the AWS SDK bundle, their dependencies) in ~/.m2."""
-    cached = cache_dir() / "s3" / "classpath.txt"
-    if cached.exists():
-        jars = [Path(p) for p in cached.read_text().strip().split(os.pathsep) if p]
-        wanted = {Coordinate.parse(c).jar_in(m2_repository()) for c in S3_PACKAGES}
-        if jars and all(j.exists() for j in jars) and wanted <= set(jars):
-            return jars
-    return _resolve("s3", list(S3_PACKAGES))
+    return _cached("s3", S3_PACKAGES) or _resolve("s3", list(S3_PACKAGES))
 
 
 def spark_artifacts_cached(packages: tuple[str, ...] = ()) -> bool:

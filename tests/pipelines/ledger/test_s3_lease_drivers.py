@@ -26,8 +26,8 @@ import yaml
 from pipelines.kafka.broker import EmbeddedBroker
 from pipelines.kafka.produce import produce_events
 from tests.support import runner
-from tests.support.s3 import S3Server, s3a_conf
-from tests.support.s3_objects import keys, split, table_rows
+from tests.support.s3 import S3Server
+from tests.support.s3_objects import keys, s3_config, split, table_rows
 
 pytestmark = pytest.mark.slow
 
@@ -52,15 +52,8 @@ def test_a_second_driver_on_an_s3_pipeline_is_refused_while_the_first_streams(
     sent = produce_events(broker.bootstrap_servers, topic, 900, duplicate_rate=0.1,
                           poison_rate=0.01, seed=45)
     path = folder / "orders.yml"
-    path.write_text(yaml.safe_dump({
-        "name": "orders",
-        "source": {"bootstrap_servers": broker.bootstrap_servers, "topics": [topic],
-                   "max_records_per_batch": 300},
-        "target": {"path": f"{base}/orders"},
-        "checkpoint": f"{base}/_checkpoints/orders",
-        "quality": {"results_path": f"{base}/_quality/results",
-                    "metrics_path": f"{base}/_quality/run_metrics"},
-        "spark": {"conf": s3a_conf(s3_server.endpoint)}}))
+    path.write_text(yaml.safe_dump(s3_config(base, s3_server.endpoint,
+                                             broker.bootstrap_servers, topic, 300)))
     env = {k: v for k, v in s3_server.env().items() if k != "AWS_ENDPOINT_URL_S3"}
     gate = folder / "gate"
     gate.mkdir()
