@@ -20,7 +20,8 @@ BASE = {"name": "orders_bronze",
 #: A value for every process setting, as an operator might set them all at once.
 EVERY_SETTING = {env.SPARK_LOG: "/tmp/driver.log", env.SPARK_LOG_LEVEL: "WARN",
                  env.M2: "/tmp/m2", env.JVM_CACHE: "/tmp/cache",
-                 env.FAULT: "before_target_commit@999", env.CHAOS_SEED: "7"}
+                 env.FAULT: "before_target_commit@999", env.CHAOS_SEED: "7",
+                 env.VOLUMES_ROOT: "/tmp/volumes"}
 
 
 def write(tmp_path: Path, data: dict[str, object]) -> Path:
