@@ -33,7 +33,7 @@ from pipelines.ledger.resume import Resume, agree, recover
 from pipelines.ledger.single_writer import claim_checkpoint
 from pipelines.runtime.aside import Aside
 from pipelines.runtime.phases import Phases
-from pipelines.runtime.spark import side_session
+from pipelines.runtime.spark import on_databricks, side_session
 from pipelines.sink.avro import writer_schemas
 from pipelines.sink.batch import BatchSink
 from pipelines.sink.metrics import BatchMetrics, RunResult
@@ -97,7 +97,7 @@ def run_pipeline(spark: SparkSession, config: PipelineConfig, *, trigger: str = 
             say(reach.reduced_checks(source.gap, config.source))
         with clock.phase("preflight"):
             for note in preflight.check_locations(spark, config) + \
-                    exclusive.commit_notes(spark, preflight.tables(config)):  # lost commits
+                    exclusive.commit_notes(spark, preflight.tables(config), on_databricks()):
                 say(note)
             writer_schemas(config)  # Avro: the registry answers, or the .avsc reads, first
         with clock.phase("tables"):

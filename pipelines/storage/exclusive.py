@@ -78,7 +78,8 @@ def lost_commit_note(keys: Iterable[str], schemes: Iterable[str]) -> str:
             f"{DYNAMODB_JAR} jar (docs/concepts/single-writer.md)")
 
 
-def commit_notes(spark: SparkSession, tables: Iterable[tuple[str, TableRef]]) -> list[str]:
+def commit_notes(spark: SparkSession, tables: Iterable[tuple[str, TableRef]],
+                 databricks: bool = False) -> list[str]:
     """One line when a table the run writes (by path) can lose a concurrent commit, else none.
 
     Reads the session's settings only when a path is on S3. Tables addressed by catalog name
@@ -87,11 +88,11 @@ def commit_notes(spark: SparkSession, tables: Iterable[tuple[str, TableRef]]) ->
     Args:
         spark: the session whose Delta commits (its settings name the log store).
         tables: (config key, table) of every table the run writes.
+        databricks: whether the run is on Databricks, whose S3 commit service makes commits
+            exclusive (:func:`pipelines.runtime.spark.on_databricks`).
     """
-    from pipelines.runtime.spark import on_databricks
-
     on_path = [(key, str(ref.path)) for key, ref in tables if ref.path and is_s3(str(ref.path))]
-    if not on_path or on_databricks():
+    if not on_path or databricks:
         return []
     conf = spark.conf.getAll
     lossy = [(key, path) for key, path in on_path if can_lose_commits(conf, path, False)]

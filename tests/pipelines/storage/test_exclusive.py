@@ -66,6 +66,7 @@ def test_a_run_says_once_when_its_tables_can_lose_a_commit(
     notes = exclusive.commit_notes(spark, tables)
     assert len(notes) == 1 and notes[0].startswith("note: target, target.quarantine commit")
     assert exclusive.commit_notes(spark, tables[2:]) == []  # nothing on S3: no note
+    assert exclusive.commit_notes(spark, tables, databricks=True) == []  # its commit service
     spark.conf.set("spark.delta.logStore.s3a.impl", DYNAMODB)
     assert exclusive.commit_notes(spark, tables) == []
 
