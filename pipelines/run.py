@@ -11,7 +11,7 @@ from pyspark.errors import StreamingQueryException
 from pyspark.sql import SparkSession
 from pyspark.sql.streaming.query import StreamingQuery
 
-from pipelines import preflight
+from pipelines import faults, preflight
 from pipelines.batches import BatchFeed
 from pipelines.config.model import PipelineConfig
 from pipelines.config.units import parse_duration
@@ -101,6 +101,7 @@ def run_pipeline(spark: SparkSession, config: PipelineConfig, *, trigger: str = 
                 say(note)
             writer_schemas(config)  # Avro: the registry answers, or the .avsc reads, first
         with clock.phase("tables"):
+            faults.arm_registration_kill(spark)  # test-only: a kill inside a table's CREATE
             ensure_sink_tables(spark, config, schema)
         batches: list[BatchMetrics] = []
         recorder = None

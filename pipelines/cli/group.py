@@ -82,9 +82,10 @@ def session_config(configs: list[PipelineConfig]) -> PipelineConfig:
     """The config the group's one session is built from: their ``spark`` sections agree (see
     :func:`_load`), but only a pipeline with an S3 location brings S3A's jar and settings
     (:func:`pipelines.runtime.spark.spark_for`), so one on S3 if any, else the first."""
+    from pipelines.config.paths import locations
     from pipelines.storage import s3
 
-    return next((c for c in configs if s3.used_by(c)), configs[0])
+    return next((c for c in configs if s3.any_s3(locations(c))), configs[0])
 
 
 def _landed(outcome: Outcome) -> str:

@@ -12,7 +12,7 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from pipelines.config.model import QualityConfig
+from pipelines.config.model import PipelineConfig, QualityConfig
 from schemas.loader import is_schema_file
 
 #: The config keys that hold a local path (section "" is the top level).
@@ -76,3 +76,11 @@ def resolve_relative_paths(raw: dict[str, Any], base: Path) -> dict[str, Any]:
 def is_local(location: str) -> bool:
     """Whether the location is a plain local (or FUSE-mounted) folder rather than a URI."""
     return "://" not in location and not location.startswith(("dbfs:", "file:"))
+
+
+def locations(config: PipelineConfig) -> list[str]:
+    """The folders of a pipeline's tables given by path, and its checkpoint (a catalog table's
+    location is the catalog's)."""
+    refs = (config.target.ref, config.target.quarantine_ref, config.quality.results_ref,
+            config.quality.metrics_ref)
+    return [*(r.path for r in refs if r.path), config.checkpoint]

@@ -23,6 +23,7 @@ from pyspark.sql import SparkSession
 
 from pipelines.config import env
 from pipelines.config.model import DEFAULT_MASTER, PipelineConfig
+from pipelines.config.paths import locations
 from pipelines.errors import EnvironmentSetupError
 from pipelines.runtime import jvm
 from pipelines.runtime.connect_client import bound_retries, check_remote, connect_reason, redact_url
@@ -298,7 +299,7 @@ def spark_for(config: PipelineConfig, app_name: str = "deltasink") -> SparkSessi
     """
     conf = config.spark.spark_conf()
     packages: tuple[str, ...] = ()
-    if s3.used_by(config) and not remote_url(config.spark.remote):
+    if s3.any_s3(locations(config)) and not remote_url(config.spark.remote):
         conf, packages = {**s3.spark_conf(), **conf}, jvm.S3_PACKAGES
     return get_spark(app_name, master=config.spark.master, conf=conf,
                      remote=config.spark.remote, packages=packages)

@@ -17,7 +17,7 @@ role) and then the SDK's default chain (a profile, web identity, the container's
 
 from __future__ import annotations
 
-from pipelines.config.model import PipelineConfig
+from collections.abc import Iterable
 
 #: The location schemes served by S3A here (``s3://`` through the mapping below).
 SCHEMES = ("s3", "s3a")
@@ -38,16 +38,10 @@ def is_s3(location: str | None) -> bool:
     return bool(found) and scheme.lower() in SCHEMES
 
 
-def locations(config: PipelineConfig) -> list[str]:
-    """The folders of a pipeline's tables and checkpoint (catalog tables have none here)."""
-    refs = (config.target.ref, config.target.quarantine_ref, config.quality.results_ref,
-            config.quality.metrics_ref)
-    return [*(r.path for r in refs if r.path), config.checkpoint]
-
-
-def used_by(config: PipelineConfig) -> bool:
-    """Whether any of the pipeline's tables or its checkpoint is on S3."""
-    return any(is_s3(location) for location in locations(config))
+def any_s3(locations: Iterable[str | None]) -> bool:
+    """Whether any of ``locations`` (a pipeline's, :func:`pipelines.config.paths.locations`) is
+    on S3."""
+    return any(is_s3(location) for location in locations)
 
 
 def spark_conf() -> dict[str, str]:

@@ -13,7 +13,6 @@ from typing import Any
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql.types import StructType
 
-from pipelines import faults
 from pipelines.sql import ident
 from pipelines.storage import catalog
 from pipelines.storage.store import Store
@@ -89,8 +88,6 @@ class TableRef:
         anything else there is refused in one line.
         """
         parts = f" PARTITIONED BY ({', '.join(map(ident, partition_by))})" if partition_by else ""
-        if self.name:
-            faults.arm_registration_kill(spark)
         try:
             spark.sql(f"CREATE TABLE IF NOT EXISTS {self.sql} ({column_ddl(schema)}) "
                       f"USING delta{parts}").collect()

@@ -6,6 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from pipelines.config.model import PipelineConfig
+from pipelines.config.paths import locations
 from pipelines.runtime import jvm
 from pipelines.storage import s3
 
@@ -28,12 +29,12 @@ def test_s3_and_s3a_uris_are_s3_and_nothing_else_is() -> None:
 
 
 def test_any_one_location_on_s3_makes_the_pipeline_an_s3_one() -> None:
-    assert not s3.used_by(config())
-    assert s3.used_by(config(checkpoint="s3://b/_checkpoints/p"))
-    assert s3.used_by(config(metrics="s3a://b/_quality/run_metrics"))
+    assert not s3.any_s3(locations(config()))
+    assert s3.any_s3(locations(config(checkpoint="s3://b/_checkpoints/p")))
+    assert s3.any_s3(locations(config(metrics="s3a://b/_quality/run_metrics")))
     # the quarantine's default location follows the target's
     only_target = config(target="s3://b/orders")
-    assert "s3://b/orders_quarantine" in s3.locations(only_target)
+    assert "s3://b/orders_quarantine" in locations(only_target)
 
 
 def test_s3_is_served_by_s3a_for_tables_and_for_streaming_checkpoints() -> None:
