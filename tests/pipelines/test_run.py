@@ -147,6 +147,9 @@ def test_aborted_transactions_are_not_ingested(spark: SparkSession, broker: Embe
                 if outcome == "commit":
                     committed.append(eid)
             if outcome == "abort":
+                # Delivered first: an abort while a partition is still being added to the
+                # transaction can fail INVALID_TXN_STATE (confluentinc/librdkafka#4849).
+                producer.flush(30)
                 producer.abort_transaction()
             else:
                 producer.commit_transaction()
