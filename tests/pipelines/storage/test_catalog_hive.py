@@ -17,7 +17,6 @@ from __future__ import annotations
 import json
 import signal
 import subprocess
-import sys
 import uuid
 from collections import Counter
 from dataclasses import dataclass
@@ -34,30 +33,11 @@ from pipelines.databricks.widgets import build_config, place
 from pipelines.kafka.broker import EmbeddedBroker
 from pipelines.kafka.produce import ProduceSummary, produce_events
 from tests.support import runner
+from tests.support.hive import CATALOG, SCHEMA, VOLUME, hive_conf, make_schema
 
 #: The whole scenario is a kill profile of six cold processes: make chaos. make test keeps the
 #: same creation rules in process (test_catalog.py) and the preflight's (test_preflight.py).
 pytestmark = [pytest.mark.slow, pytest.mark.chaos]
-
-CATALOG, SCHEMA, VOLUME = "spark_catalog", "bronze", "landing"
-
-
-def hive_conf(root: Path) -> dict[str, str]:
-    """The ``spark.conf`` of a Hive metastore on embedded Derby, its warehouse beside it."""
-    return {"spark.sql.catalogImplementation": "hive",
-            "spark.hadoop.javax.jdo.option.ConnectionURL":
-                f"jdbc:derby:;databaseName={root}/metastore_db;create=true",
-            "spark.sql.warehouse.dir": str(root / "warehouse")}
-
-
-def make_schema(root: Path) -> None:
-    """``CREATE SCHEMA bronze`` in the metastore, from a process of its own (as a user would)."""
-    code = ("import json, sys\nfrom pipelines.runtime.spark import get_spark\n"
-            "spark = get_spark(conf=json.loads(sys.argv[1]))\n"
-            f"spark.sql('CREATE SCHEMA IF NOT EXISTS {SCHEMA}')\n")
-    subprocess.run([sys.executable, "-c", code, json.dumps(hive_conf(root))], check=True,
-                   capture_output=True, timeout=300, env=runner.cold_env(None))
-
 
 @dataclass
 class Scenario:
