@@ -19,18 +19,18 @@ from pydantic import BaseModel, ConfigDict, Field, SecretStr, field_validator, m
 from pipelines.config.avro import AvroConfig
 from pipelines.config.cadence import Cadence, default_cadence
 from pipelines.config.databricks import DatabricksConfig
-from pipelines.config.schema import key_from_schema
+from pipelines.config.schema import defaults_from_schema
 from pipelines.config.units import parse_duration, parse_window
 from pipelines.config.upsert import KAFKA_SEQUENCE, Mode, check_mode
+from pipelines.config.window import DATE_COLUMN, DEFAULT_DEDUP_WINDOW, fill_window
 from pipelines.storage.tables import TableRef
 from schemas import EventSchema, resolve_schema
 from schemas.loader import is_schema_file
 
 _FROZEN = ConfigDict(frozen=True, extra="forbid", use_attribute_docstrings=True)
-#: The partition column the dedup window widens.
-DATE_COLUMN = "event_date"
-#: target.dedup_window's default and bound, in days (see TargetConfig.dedup_window).
-DEFAULT_DEDUP_WINDOW_DAYS = 1
+__all__ = ["DATE_COLUMN", "DEFAULT_MASTER", "PipelineConfig", "QualityConfig", "SourceConfig",
+           "SparkConfig", "TargetConfig"]
+#: target.dedup_window's bound, in days (its default: pipelines/config/window.py).
 MAX_DEDUP_WINDOW_DAYS = 366
 #: spark.master's default: this machine, two cores.
 DEFAULT_MASTER = "local[2]"
@@ -121,7 +121,7 @@ class TargetConfig(BaseModel):
     commit_retries: int = Field(10, ge=0)
     """How many times a commit that conflicts with a concurrent writer is retried (the whole
     MERGE, with backoff)."""
-    dedup_window: int | timedelta = DEFAULT_DEDUP_WINDOW_DAYS
+    dedup_window: int | timedelta = Field(DEFAULT_DEDUP_WINDOW, validate_default=True)
     """How far apart two rows with one key may be and still count as copies (the later is dropped).
 
     * **Whole days** (``0d``, ``1d``, ``72h``, or a bare number of days): the MERGE matches
@@ -133,9 +133,15 @@ class TargetConfig(BaseModel):
       the MERGE reads only the target files whose time statistics reach within the window of the
       batch's events (:mod:`pipelines.sink.event_window`): a slice of a day, not the day.
 
-    A copy whose time moved further than the window lands as a second row, which the run's
-    validation reports when both rows are in the dates it checks. Default ``1d``: a copy
-    re-stamped across midnight is caught, for 3 partitions read per batch date.
+    A copy whose time moved further than the window lands as a second row, and the run's
+    validation fails on it (the key is checked against every date of the table).
+
+    Left out (or null), the default depends on the pipeline (:mod:`pipelines.config.window`):
+    ``15m`` for an insert-only pipeline whose schema's time is a field of the event (a retry,
+    a replay or a transactional copy is the same record, with the same event time: caught on
+    any date, for a slice of the day read per batch); ``1d`` when the schema's time is the
+    Kafka timestamp, which every send sets again (``0d`` without ``event_date`` in
+    ``partition_by``); ``0d`` with ``mode: upsert``. A window written in the config is kept.
     """
     mode: Mode = "insert_only"
     """``upsert``: keep each key's highest ``sequence_by`` version (pipelines/sink/upsert.py)."""
@@ -147,13 +153,14 @@ class TargetConfig(BaseModel):
     it is true is stored as a tombstone (``_deleted = true``)."""
 
     _window = field_validator("dedup_window", mode="before")(parse_window)
+    _window_default = model_validator(mode="before")(fill_window)
 
     @model_validator(mode="after")
     def _one_location(self) -> TargetConfig:
         """Exactly one of ``path`` and ``table``, at most one of ``quarantine_path`` and
         ``quarantine_table``; ``dedup_window`` at most 366 days, and a whole-day window needs
         ``event_date`` in ``partition_by``; ``sequence_by`` and ``delete_when`` only with
-        ``mode: upsert``, which needs ``dedup_window: 0d``."""
+        ``mode: upsert``, which needs ``dedup_window: 0d`` (its default)."""
         if bool(self.path) == bool(self.table):
             raise ValueError("set exactly one of target.path or target.table")
         if self.quarantine_path and self.quarantine_table:
@@ -328,7 +335,7 @@ class PipelineConfig(BaseModel):
     """How the bundle deploys this pipeline's jobs; ignored by a local run."""
     config_file: str | None = Field(None, exclude=True)
 
-    _key_from_schema = model_validator(mode="before")(key_from_schema)
+    _from_schema = model_validator(mode="before")(defaults_from_schema)
 
     @property
     def schema_name(self) -> str:

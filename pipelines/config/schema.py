@@ -2,19 +2,22 @@
 
 The schema is the source of truth for the dedup key: ``target.dedup_key`` defaults to the
 schema's key columns (``kafka_key`` for ``kafka.key``). An explicit ``target.dedup_key`` (one
-column, as in configs written before schemas declared keys) still wins.
+column, as in configs written before schemas declared keys) still wins. The schema's time source
+also decides ``target.dedup_window``'s default (:mod:`pipelines.config.window`).
 """
 
 from __future__ import annotations
 
 from typing import Any
 
+from pipelines.config.window import fill_window
 from pipelines.errors import SchemaError
 from schemas import resolve_schema
 
 
-def key_from_schema(raw: Any) -> Any:
-    """Fill ``target.dedup_key`` from the schema's key when the config leaves it out.
+def defaults_from_schema(raw: Any) -> Any:
+    """Fill ``target.dedup_key`` from the schema's key, and ``target.dedup_window`` from its
+    time source and ``target.mode``, when the config leaves them out.
 
     Runs before validation, so an invalid inline or file schema fails the load with its own
     one-line :class:`SchemaError`. An unknown registered name is left for the run to report.
@@ -23,7 +26,7 @@ def key_from_schema(raw: Any) -> Any:
         raw: the config mapping (not modified).
 
     Returns:
-        ``raw``, or a copy with ``target.dedup_key`` set.
+        ``raw``, or a copy with ``target.dedup_key`` and ``target.dedup_window`` set.
     """
     if not isinstance(raw, dict) or not isinstance(raw.get("target"), dict):
         return raw
@@ -35,7 +38,8 @@ def key_from_schema(raw: Any) -> Any:
                 (".yaml", ".yml")):
             return raw  # an unknown registered name: the run says so, listing the known ones
         raise
-    if "dedup_key" in raw["target"]:
-        return raw
-    keys = schema.key_columns
-    return {**raw, "target": {**raw["target"], "dedup_key": keys[0] if len(keys) == 1 else keys}}
+    target = fill_window(raw["target"], schema.time_field)
+    if "dedup_key" not in target:
+        keys = schema.key_columns
+        target = {**target, "dedup_key": keys[0] if len(keys) == 1 else keys}
+    return raw if target is raw["target"] else {**raw, "target": target}

@@ -45,7 +45,7 @@ target:
   # {quarantine_key}: {quarantine}
   # dedup_key: event_id              # default: the schema's key (one field or several)
   # partition_by: [event_date]
-  # dedup_window: 1d                 # whole days (dates +-N), or event time (1h: reads a slice)
+  # dedup_window: 15m                # copies' event times this close count as one; 1d: dates +-1
   # commit_retries: 10               # retries on Delta concurrency conflicts
 
 checkpoint: {checkpoint}

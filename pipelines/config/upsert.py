@@ -30,7 +30,7 @@ def check_mode(mode: Mode, sequence_by: str, delete_when: str | None,
     if dedup_window:
         raise ValueError("target.mode: upsert matches the key across the whole table (a newer "
                          "version may move to another event_date), so target.dedup_window "
-                         "does not apply; set dedup_window: 0d")
+                         "does not apply; leave dedup_window out (or set 0d)")
     if not sequence_by.strip():
         raise ValueError("target.sequence_by must be 'kafka' or a column name")
     if delete_when is not None and not delete_when.strip():

@@ -70,7 +70,7 @@ def test_flag_deletes_marks_the_rows_delete_when_matches_and_null_as_not_deleted
 
 @pytest.mark.parametrize(("target", "message"), [
     ({"sequence_by": "event_time"}, "only apply with target.mode: upsert"),
-    ({"mode": "upsert"}, "set dedup_window: 0d"),
+    ({"mode": "upsert", "dedup_window": "1d"}, "leave dedup_window out"),
 ])
 def test_contradictory_mode_settings_are_refused(lake: Path, target: dict[str, object],
                                                  message: str) -> None:

@@ -113,12 +113,33 @@ def test_help_lists_every_command(capsys: pytest.CaptureFixture[str]) -> None:
         assert command in out
 
 
-@pytest.mark.parametrize(("value", "days"), [("0d", 0), ("3d", 3), ("72h", 3), (2, 2), (None, 1)])
+@pytest.mark.parametrize(("value", "days"), [("0d", 0), ("3d", 3), ("72h", 3), (2, 2), ("1d", 1)])
 def test_dedup_window_is_whole_days(tmp_path: Path, value: object, days: int) -> None:
-    target = {**BASE["target"], **({} if value is None else {"dedup_window": value})}  # type: ignore[dict-item]
+    target = {**BASE["target"], "dedup_window": value}  # type: ignore[dict-item]
     cfg = load_config(write(tmp_path, {**BASE, "target": target}), environ={})
     assert cfg.target.dedup_window == days
     assert (cfg.target.date_window, cfg.target.time_window) == (days, None)
+
+
+KAFKA_TIME = {"name": "clicks", "key": "id", "event_time": "kafka.timestamp",
+              "fields": {"id": {"type": "string", "required": True, "non_empty": True}}}
+
+
+@pytest.mark.parametrize(("settings", "window"), [
+    ({}, dt.timedelta(minutes=15)),  # insert-only, the event's own time: an event-time window
+    ({"dedup_window": None}, dt.timedelta(minutes=15)),  # null is left out
+    ({"partition_by": []}, dt.timedelta(minutes=15)),  # needs no event_date partition
+    ({"mode": "upsert"}, 0),  # the key is matched table-wide
+    ({"mode": "upsert", "dedup_window": "0d"}, 0),  # configs written for the old default
+    ({"schema": KAFKA_TIME}, 1),  # the Kafka timestamp is set again by every send: whole days
+    ({"schema": KAFKA_TIME, "partition_by": []}, 0),  # no dates: the key matches table-wide
+])
+def test_a_left_out_dedup_window_defaults_by_mode_and_schema(
+        tmp_path: Path, settings: dict[str, object], window: object) -> None:
+    target = {**BASE["target"], **{k: v for k, v in settings.items() if k != "schema"}}  # type: ignore[dict-item]
+    schema = {"schema": settings["schema"]} if "schema" in settings else {}
+    cfg = load_config(write(tmp_path, {**BASE, **schema, "target": target}), environ={})
+    assert cfg.target.dedup_window == window
 
 
 @pytest.mark.parametrize(("value", "window"), [
@@ -137,6 +158,7 @@ def test_a_dedup_window_that_is_not_whole_days_is_an_event_time_window(
     ({"dedup_window": "-1d"}, "not a duration"),
     ({"dedup_window": "9000h"}, "less than or equal to 366"),
     ({"dedup_window": "1h", "mode": "upsert"}, "does not apply"),
+    ({"dedup_window": "1d", "mode": "upsert"}, "leave dedup_window out"),
     ({"dedup_window": "400d"}, "less than or equal to 366"),
     ({"dedup_window": "2d", "partition_by": []}, "target.dedup_window needs 'event_date'"),
 ])
