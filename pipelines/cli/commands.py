@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING
 
 from pipelines.cli.failures import config_secrets
 from pipelines.cli.group import cmd_run_group, config_files
+from pipelines.cli.session import session_for, setup_session
 from pipelines.errors import ConfigError
 
 if TYPE_CHECKING:
@@ -47,12 +48,11 @@ def cmd_init(args: argparse.Namespace) -> int:
 
 def cmd_setup(args: argparse.Namespace) -> int:
     from pipelines.runtime import jvm
-    from pipelines.runtime.spark import get_spark
 
     for line in jvm.fetch():
         _say(line)
     # Resolves the packages once, S3's included, filling Ivy's cache: no run downloads a jar.
-    spark = get_spark("deltasink-setup", packages=jvm.S3_PACKAGES)
+    spark = setup_session(jvm.S3_PACKAGES)
     spark.range(1).count()
     spark.stop()
     _say("spark session with Delta, the Kafka connector and S3A: ok (jars cached)")
@@ -115,7 +115,6 @@ def cmd_run(args: argparse.Namespace) -> int:
     from pipelines.run import run_pipeline
     from pipelines.runtime.phases import Phases
     from pipelines.runtime.preload import preload
-    from pipelines.runtime.spark import spark_for
 
     files = config_files(args)
     if args.all is not None or len(files) > 1:
@@ -126,7 +125,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     if config.quality.enabled and not args.no_validate:
         preload("quality.validate")  # Great Expectations imports while the JVM starts
     with clock.phase("spark"):
-        spark = spark_for(config)
+        spark = session_for(config)
     run_pipeline(spark, config, trigger=args.trigger, interval=args.interval,
                  validate=not args.no_validate, progress=_say, phases=clock)
     _say(clock.line())  # where the run's seconds went, phase by phase
@@ -135,10 +134,9 @@ def cmd_run(args: argparse.Namespace) -> int:
 
 def cmd_status(args: argparse.Namespace) -> int:
     from pipelines.ops.status import collect_status, format_status
-    from pipelines.runtime.spark import spark_for
 
     config = _config(args)
-    status = collect_status(spark_for(config), config)
+    status = collect_status(session_for(config), config)
     if args.json:
         _say(json.dumps(status, indent=2, default=str))
     else:
@@ -148,12 +146,11 @@ def cmd_status(args: argparse.Namespace) -> int:
 
 
 def cmd_validate(args: argparse.Namespace) -> int:
-    from pipelines.runtime.spark import spark_for
     from quality.results_read import latest_run_dates
     from quality.validate import validate_table
 
     config = _config(args)
-    spark = spark_for(config)
+    spark = session_for(config)
     latest = None if args.full else latest_run_dates(spark, config)
     if latest is None:
         if not args.full:
@@ -169,21 +166,19 @@ def cmd_validate(args: argparse.Namespace) -> int:
 
 
 def cmd_report(args: argparse.Namespace) -> int:
-    from pipelines.runtime.spark import spark_for
     from quality.report import write_report
 
     config = _config(args)
-    out = write_report(spark_for(config), config, Path(args.out) if args.out else None)
+    out = write_report(session_for(config), config, Path(args.out) if args.out else None)
     _say(f"dashboard written to {out}")
     return 0
 
 
 def cmd_rewind(args: argparse.Namespace) -> int:
     from pipelines.ops.rewind import rewind
-    from pipelines.runtime.spark import spark_for
 
     config = _config(args)
-    rewind(spark_for(config), config, to_version=args.to_version,
+    rewind(session_for(config), config, to_version=args.to_version,
            to_timestamp=args.to_timestamp, dry_run=args.dry_run, say=_say)
     _say(f"next: deltasink run --config {args.config}")
     return 0
@@ -191,27 +186,25 @@ def cmd_rewind(args: argparse.Namespace) -> int:
 
 def cmd_replay(args: argparse.Namespace) -> int:
     from pipelines.ops.replay import replay
-    from pipelines.runtime.spark import spark_for
 
     config = _config(args)
     only = [t.strip() for t in args.topics.split(",") if t.strip()] if args.topics else None
-    replay(spark_for(config), config, args.from_timestamp, only_topics=only, say=_say)
+    replay(session_for(config), config, args.from_timestamp, only_topics=only, say=_say)
     return 0
 
 
 def cmd_quarantine(args: argparse.Namespace) -> int:
-    from pipelines.runtime.spark import spark_for
 
     config = _config(args)
     if args.action == "list":
         from pipelines.ops.quarantine_list import list_quarantine
 
-        list_quarantine(spark_for(config), config, reason=args.reason, since=args.since,
+        list_quarantine(session_for(config), config, reason=args.reason, since=args.since,
                         say=_say)
         return 0
     from pipelines.ops.redrive import redrive
 
-    redrive(spark_for(config), config, reason=args.reason, since=args.since,
+    redrive(session_for(config), config, reason=args.reason, since=args.since,
             dry_run=args.dry_run, say=_say)
     return 0
 

@@ -3,7 +3,9 @@
 What the group does is :mod:`pipelines.group`; this is its face. Each pipeline ends in one
 line: what it landed and its verdict, or its failure (masked, as every error line is). The exit
 code is the worst of theirs, 2 over 1 over 3 over 0, so a scheduler sees a failure whichever
-pipeline had it.
+pipeline had it. A stop signal stops every pipeline: each says so in its line (what the stop
+broke, a cancelled batch, is no failure of its own), and the group ends as any stopped run does
+(:mod:`pipelines.cli.parser`: one line, 130 or 143).
 """
 
 from __future__ import annotations
@@ -13,7 +15,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from pipelines.cli.failures import classify, config_secrets, report_failure
-from pipelines.errors import ConfigError, SchemaError
+from pipelines.cli.session import session_for
+from pipelines.errors import ConfigError, QualityError, SchemaError
 from pipelines.runtime.signals import SIGNALS
 
 if TYPE_CHECKING:
@@ -96,11 +99,18 @@ def _landed(outcome: Outcome) -> str:
     return f"{outcome.name}: ok in {outcome.seconds:.0f}s: {what}; {verdict}"
 
 
+def _stopped(outcome: Outcome) -> str:
+    result = outcome.result
+    what = (f": {len(result.batches)} batches, in={result.records_in} "
+            f"inserted={result.inserted} quarantined={result.quarantined}") if result else ""
+    return (f"{outcome.name}: stopped after {outcome.seconds:.0f}s{what}; the next run "
+            "continues where it stopped")
+
+
 def cmd_run_group(args: argparse.Namespace, files: list[Path]) -> int:
     """Run ``files``' pipelines as one group; print a line per pipeline; the worst code."""
     from pipelines.group import run_group
     from pipelines.runtime.preload import preload
-    from pipelines.runtime.spark import spark_for
 
     if args.trigger != "available-now":
         raise ConfigError("a group run is available-now only; run a continuous pipeline on its "
@@ -110,6 +120,7 @@ def cmd_run_group(args: argparse.Namespace, files: list[Path]) -> int:
     configs, refused = _load(args, files)
     debug = bool(getattr(args, "debug", False))
     codes: list[int] = []
+    stopped = 0
     for name, exc in refused:
         code, line = classify(exc, debug)
         codes.append(report_failure(exc, code, f"{name}: exit {code}: {line}", debug=debug,
@@ -118,7 +129,7 @@ def cmd_run_group(args: argparse.Namespace, files: list[Path]) -> int:
         validate = not args.no_validate
         if validate and any(c.quality.enabled for c in configs):
             preload("quality.validate")  # Great Expectations imports while the JVM starts
-        spark = spark_for(session_config(configs))
+        spark = session_for(session_config(configs))
         print(f"group: {len(configs)} pipelines, up to {args.parallel} at a time, in one Spark "
               "session", flush=True)
         for outcome in run_group(spark, configs, parallel=args.parallel, validate=validate,
@@ -126,14 +137,18 @@ def cmd_run_group(args: argparse.Namespace, files: list[Path]) -> int:
             if outcome.error is None:
                 codes.append(0)
                 print(_landed(outcome), flush=True)
-                continue
-            code, line = classify(outcome.error, debug)
-            codes.append(report_failure(
-                outcome.error, code, f"{outcome.name}: exit {code} after "
-                f"{outcome.seconds:.0f}s: {line}", debug=debug, known=args.secrets))
+            elif SIGNALS and not isinstance(outcome.error, ConfigError | SchemaError
+                                            | QualityError):
+                stopped += 1  # what the stop broke (a cancelled batch) is the stop
+                print(_stopped(outcome), flush=True)
+            else:
+                code, line = classify(outcome.error, debug)
+                codes.append(report_failure(
+                    outcome.error, code, f"{outcome.name}: exit {code} after "
+                    f"{outcome.seconds:.0f}s: {line}", debug=debug, known=args.secrets))
     failed = sum(1 for code in codes if code)
-    print(f"group: {len(codes)} pipelines, {len(codes) - failed} ok, {failed} failed",
-          flush=True)
+    print(f"group: {len(codes) + stopped} pipelines, {len(codes) - failed} ok, {failed} failed"
+          + (f", {stopped} stopped" if stopped else ""), flush=True)
     if SIGNALS:  # stopped: the interrupt's code and line (pipelines.cli.parser), not theirs
         raise KeyboardInterrupt
     return worst(codes)

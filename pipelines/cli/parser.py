@@ -33,8 +33,13 @@ from pipelines.runtime.signals import SIGNALS, note_signal
 
 EPILOG = """\
 exit codes: 0 success, 1 failure, 2 bad config or usage, 3 a data-quality check failed,
-130 interrupted (Ctrl-C), 143 terminated (SIGTERM): a run stops (after its current batch
-when it can) and the next run continues from there; a continuous run stopped so exits 0.
+130 interrupted (SIGINT, Ctrl-C), 143 terminated (SIGTERM).
+stop: SIGINT or SIGTERM to deltasink alone or to its whole process group (a terminal's Ctrl-C,
+kill -TERM -<pgid>, systemd, a job cancel) stops the stream, and the command ends with one
+line on stderr, e.g. "terminated (SIGTERM): stopped; the next run continues where this one
+stopped", and 130 or 143; a continuous run stopped so exits 0. The next run lands every event
+once, a batch the stop cut included. The local driver JVM ignores both signals and exits with
+deltasink.
 errors are one line (no traceback); --debug prints the traceback too.
 a group run (run with several --config, or --all) prints one line per pipeline and exits with
 the worst of their codes: 2 over 1 over 3 over 0.
@@ -118,7 +123,8 @@ def build_parser() -> argparse.ArgumentParser:
                    help="a group's streams that run at once (default 2)")
     p.add_argument("--trigger", choices=["available-now", "continuous"], default="available-now",
                    help="available-now: process what exists, then stop (scheduled jobs); "
-                        "continuous: a micro-batch every --interval until Ctrl-C")
+                        "continuous: a micro-batch every --interval until stopped (Ctrl-C or "
+                        "SIGTERM; then exit 0)")
     p.add_argument("--interval", default="10s", help="micro-batch interval for continuous")
     p.add_argument("--no-validate", action="store_true", help="skip post-run validation")
     p = add("status", cmd_status, "table version, txn ids, offsets, counts, Kafka lag, freshness")
@@ -163,7 +169,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``deltasink`` command.
 
     Every error becomes one line on stderr and an exit code (2 bad config, 1 failure, 3 data
-    quality); ``--debug`` prints the traceback first. Secret values are masked.
+    quality); ``--debug`` prints the traceback first. Secret values are masked. A stop signal
+    (SIGINT, SIGTERM), to this process or to its whole process group, ends the command in one
+    line too: 130 or 143, and 0 for a continuous run, whose normal end it is.
     """
     args = build_parser().parse_args(argv)
     debug = bool(getattr(args, "debug", False))
@@ -172,16 +180,19 @@ def main(argv: Sequence[str] | None = None) -> int:
     def fail(exc: BaseException, code: int, line: str) -> int:
         return report_failure(exc, code, line, debug=debug, known=getattr(args, "secrets", ()))
 
-    if not debug:  # Py4J logs a traceback (on the root logger) when a call breaks; the
+    if not debug:  # Py4J logs a traceback when a call breaks (a stop breaks one): the
         _quiet_py4j()  # exception it raises then says it in one line
     SIGNALS.clear()
     with _stop_on_signals():
         code = _dispatch(args, fail, debug)
+    if not SIGNALS:
+        return code
+    stopped = 128 + SIGNALS[0]
+    if code == 0:  # the command stopped early and said so in its output: one line for it
+        print(_stopped_line(SIGNALS[0], args.command), file=sys.stderr, flush=True)
+        code = stopped
     continuous = getattr(args, "trigger", None) == "continuous"
-    if SIGNALS and code == 0 and not continuous:  # stopped early: not a success
-        print(_stopped_line(SIGNALS[0]), file=sys.stderr, flush=True)
-        return 128 + SIGNALS[0]
-    return code
+    return 0 if continuous and code == stopped else code
 
 
 class _NotPy4J(logging.Filter):
@@ -192,15 +203,23 @@ class _NotPy4J(logging.Filter):
 
 
 def _quiet_py4j() -> None:
+    """Keep Py4J's own log records off stderr: those of its loggers (``py4j.clientserver``,
+    ``py4j.java_gateway``: "Exception occurred while shutting down connection", with a
+    traceback, when a stop breaks a call or the gateway closes) and those it logs through the
+    root logger. For the whole process, its exit included, when Py4J's threads close."""
+    logging.getLogger("py4j").propagate = False
     root = logging.getLogger()
     if not any(isinstance(f, _NotPy4J) for f in root.filters):
         root.addFilter(_NotPy4J())
 
 
-def _stopped_line(signum: int) -> str:
+def _stopped_line(signum: int, command: str) -> str:
+    """The one line a command stopped by ``signum`` ends with."""
     name = signal.Signals(signum).name
-    return (f"{'interrupted' if name == 'SIGINT' else 'terminated'} ({name}): stopped; the "
-            "next run continues where this one stopped")
+    word = "interrupted" if name == "SIGINT" else "terminated"
+    if command != "run":
+        return f"{word} ({name}): stopped"
+    return f"{word} ({name}): stopped; the next run continues where this one stopped"
 
 
 @contextmanager
@@ -232,7 +251,7 @@ def _dispatch(args: argparse.Namespace, fail: Callable[[BaseException, int, str]
         return int(args.func(args))
     except (Exception, KeyboardInterrupt) as exc:
         if SIGNALS and not isinstance(exc, ConfigError | SchemaError | QualityError):
-            return fail(exc, 128 + SIGNALS[0], _stopped_line(SIGNALS[0]))
+            return fail(exc, 128 + SIGNALS[0], _stopped_line(SIGNALS[0], args.command))
         return _one_line(exc, fail, debug)
 
 
