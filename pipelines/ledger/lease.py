@@ -50,6 +50,13 @@ LEASE_TTL = 60.0
 #: Three renewals per ``LEASE_TTL``: two in a row may fail before another run may take it. Each
 #: is a Delta ``UPDATE`` (a scan, a rewrite and a commit) on the driver's CPU, beside the batches.
 RENEW_EVERY = 20.0
+#: Every this many renewals (an hour's), the renewal thread deletes the lease table's replaced
+#: files (:meth:`Lease.tidy`). Each renewal is an ``UPDATE`` that writes the row's file anew;
+#: with the table's one-hour log retention this keeps the lease table at about two hours of
+#: renewals (~360 commit files and ~360 data files) however long a run lasts.
+TIDY_EVERY = 180
+#: Hours of replaced lease files kept (the table's ``delta.deletedFileRetentionDuration``).
+TIDY_RETAIN_HOURS = 1
 #: The tokens of the leases a run of this process holds now. A lease row naming this host and
 #: this process is live only if its token is here: a run of this process that ended without
 #: clearing its row (its release failed, or it stopped before its lease was confirmed) does not
@@ -119,6 +126,12 @@ class Lease:
         """Refresh the lease if it is still ours (called by the renewal thread)."""
         faults.maybe_crash("during_lease_renewal")
         lease_table.renew(spark, self.table, self.token)
+
+    def tidy(self, spark: SparkSession) -> None:
+        """Delete the lease table's files replaced more than ``TIDY_RETAIN_HOURS`` ago (a
+        ``VACUUM``; called by the renewal thread every ``TIDY_EVERY`` renewals). It changes no
+        row and no version a reader uses, so the compare-and-set is untouched."""
+        lease_table.tidy(spark, self.table, TIDY_RETAIN_HOURS)
 
     def _clear(self, spark: SparkSession) -> None:
         """Free the lease if it is still ours."""

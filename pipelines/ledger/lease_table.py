@@ -21,7 +21,10 @@ _COLUMNS = ("slot INT, token STRING, pipeline STRING, host STRING, pid BIGINT, "
 _FREE_ROW = ("CAST(NULL AS STRING) AS token, CAST(NULL AS STRING) AS pipeline, "
              "CAST(NULL AS STRING) AS host, CAST(NULL AS BIGINT) AS pid, "
              "CAST(NULL AS TIMESTAMP) AS renewed_at")
+#: Removed files of the lease table are kept this long, then deleted by :func:`tidy`.
+_FILE_RETENTION = "delta.deletedFileRetentionDuration"
 _PROPERTIES = ("'delta.logRetentionDuration' = 'interval 1 hours', "
+               f"'{_FILE_RETENTION}' = 'interval 1 hours', "
                "'delta.checkpointInterval' = '10', "
                "'delta.enableDeletionVectors' = 'false'")
 
@@ -172,6 +175,20 @@ def renew(spark: SparkSession, table: str, token: str) -> None:
     """Refresh ``renewed_at`` if the row still holds ``token``."""
     spark.sql(f"UPDATE {sql_name(table)} SET renewed_at = current_timestamp() "
               f"WHERE slot = 0 AND token = {quote(token)}").collect()
+
+
+def tidy(spark: SparkSession, table: str, retain_hours: int) -> None:
+    """Delete the row's old files: every renewal rewrites the one row into a new file, and
+    Delta keeps the ones it replaced until a ``VACUUM``. The table's own
+    ``delta.deletedFileRetentionDuration`` is set to ``retain_hours`` first (a table created
+    before this kept Delta's 7 days), so Delta's retention check allows it. The lease's history
+    serves nothing: every read and compare-and-set is of the newest version."""
+    name = sql_name(table)
+    wanted = f"interval {retain_hours} hours"
+    rows = spark.sql(f"SHOW TBLPROPERTIES {name} ('{_FILE_RETENTION}')").collect()
+    if not rows or str(rows[0]["value"]) != wanted:
+        spark.sql(f"ALTER TABLE {name} SET TBLPROPERTIES ('{_FILE_RETENTION}' = '{wanted}')")
+    spark.sql(f"VACUUM {name} RETAIN {retain_hours} HOURS").collect()
 
 
 def clear(spark: SparkSession, table: str, token: str) -> None:

@@ -98,6 +98,9 @@ class S3Lease(Lease):
         if held is not None and held.token == self.token and held.tag is not None:
             conditional.replace(self.place, self.table, self._fields(), held.tag)
 
+    def tidy(self, spark: SparkSession) -> None:
+        """Nothing: a rewritten S3 object leaves no files behind."""
+
     def _clear(self, spark: SparkSession) -> None:
         """Free the lease if it is still ours, against the version read."""
         held = self.read(spark)

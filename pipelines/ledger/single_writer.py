@@ -19,7 +19,7 @@ from pyspark.sql import SparkSession
 
 from pipelines.config.paths import is_local
 from pipelines.errors import CheckpointError
-from pipelines.ledger.lease import RENEW_EVERY, Lease
+from pipelines.ledger.lease import RENEW_EVERY, TIDY_EVERY, Lease
 from pipelines.ledger.s3_lease import lease_for
 from pipelines.runtime.spark import own_session
 
@@ -94,9 +94,13 @@ class Claim:
         if not self._held:
             return
         renewing = own_session(self._spark)  # never a commit inside the caller's txn settings
+        renewals = 0
         while not self._stop.wait(RENEW_EVERY):
             try:
                 self.lease.renew(renewing)
+                renewals += 1
+                if renewals % TIDY_EVERY == 0:  # the table's replaced files (lease.TIDY_EVERY)
+                    self.lease.tidy(renewing)
             except Exception:  # a store hiccup: the next renewal or verify() decides
                 continue
 

@@ -20,7 +20,8 @@ from pipelines.config.loader import load_config
 from pipelines.errors import CheckpointError, DeltasinkError
 from pipelines.kafka.broker import EmbeddedBroker
 from pipelines.kafka.produce import produce_events
-from pipelines.ledger.lease import LEASE_TTL, Lease
+from pipelines.ledger import lease_table
+from pipelines.ledger.lease import LEASE_TTL, RENEW_EVERY, TIDY_EVERY, Lease
 from pipelines.run import run_pipeline
 from pipelines.runtime.spark import own_session
 from pipelines.sink.commit import TXN_APP_ID
@@ -315,3 +316,30 @@ def test_a_released_lease_is_taken_with_one_update(spark: SparkSession, tmp_path
     assert [r["operation"] for r in history if r["version"] > before["version"]] == ["UPDATE"]
     held = lease.read(spark)
     assert held is not None and held.token == lease.token
+
+
+def test_tidying_the_lease_table_deletes_the_files_renewals_replaced_and_keeps_the_lease(
+        spark: SparkSession, tmp_path: Path) -> None:
+    """Issue 46: every renewal writes the row's file anew, so a run of weeks would leave one
+    file per renewal in the checkpoint; the renewal thread's tidy (a VACUUM) bounds them. Here
+    with no retention (the thread keeps ``TIDY_RETAIN_HOURS``), so the replaced files go now."""
+    lease = Lease(str(tmp_path / "ckpt"), "p")
+    lease.acquire(spark)
+    for _ in range(4):
+        lease.renew(spark)
+    folder = Path(lease.table)
+
+    def data_files() -> int:
+        return sum(1 for _ in folder.glob("*.parquet"))
+
+    assert data_files() >= 5  # the created row and four rewrites
+    lease_table.tidy(spark, lease.table, 0)
+    assert data_files() == 1
+    held = lease.read(spark)
+    assert held is not None and held.token == lease.token and held.age_s < LEASE_TTL
+    lease.renew(spark)  # and the compare-and-set still works on the tidied table
+    other = Lease(str(tmp_path / "ckpt"), "p")
+    with pytest.raises(CheckpointError):
+        other.acquire(spark)
+    assert TIDY_EVERY * RENEW_EVERY == 3600  # an hour of renewals between two tidies
+    lease.release(spark)
