@@ -5,7 +5,7 @@ PY     := $(VENV)/bin/python
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.install.stamp
 
-.PHONY: install demo test lint typecheck chaos bench bench-memory docs docs-serve clean
+.PHONY: install demo test lint typecheck chaos bench bench-memory soak docs docs-serve clean
 
 install: $(STAMP)
 
@@ -53,6 +53,11 @@ bench: install
 	$(PY) -m bench.group
 	$(PY) -m bench.ledger
 	$(PY) -m bench.s3_requests
+	$(PY) -m bench.latency
+
+# A continuous run (1 s interval) fed for 30 minutes, sampled for growth (issue 46).
+soak: install
+	$(PY) -m bench.soak
 
 # A 5M-record backlog through deltasink in 500k batches; checks the driver's peak RSS < 3 GiB.
 bench-memory: install
