@@ -7,7 +7,10 @@ copy of a target whose today (the hot day) holds N rows spread over 24 h, writte
 order as files of ~500k rows, each a narrow time range (what time-ordered batches, or ``OPTIMIZE
 ZORDER BY event_time``, leave). The figure: deltasink's ``merge_commit`` stage (Delta's own time
 for the target MERGE and its commit), median over the batches after the first, and its ratio to
-the window's empty-table cell.
+the window's empty-table cell. The window ``default`` leaves ``target.dedup_window`` out of the
+config (what a user who never set it gets). ``--rounds N`` repeats every cell N times, the sizes
+interleaved within each round, and pairs each cell with the same round's empty-table cell (the
+two run back to back, under the same load); the report adds each pair's ratio and their median.
 Writes ``bench/results/hot_day.{md,json}`` (``hot_day-quick.*`` with ``--quick``).
 """
 
@@ -129,10 +132,15 @@ def produce_hot(bootstrap: str, topic: str, events: int, midnight: datetime, *, 
     return len(order)
 
 
+#: The ``--windows`` value that leaves ``target.dedup_window`` out of the config.
+DEFAULT_WINDOW = "default"
+
+
 def run_cell(spark: SparkSession, bootstrap: str, topic: str, folder: Path, base: Path,
              window: str, batch: int) -> list[dict[str, Any]]:
     """Drain ``topic`` with deltasink into a copy of ``base`` (``target.dedup_window`` =
-    ``window``, quality off); return its per-batch rows, stage seconds included.
+    ``window``, left out for ``default``; quality off); return its per-batch rows, stage
+    seconds included.
 
     ``merge_commit`` is Delta's own ``executionTimeMs`` of each batch's MERGE (read back from
     its commit, as ``deltasink run`` reports every batch), so it is the same in either mode.
@@ -145,7 +153,7 @@ def run_cell(spark: SparkSession, bootstrap: str, topic: str, folder: Path, base
         "source": {"bootstrap_servers": bootstrap, "topics": [topic],
                    "max_records_per_batch": batch},
         "target": {"path": str(where.table), "quarantine_path": str(where.quarantine),
-                   "dedup_window": window},
+                   **({} if window == DEFAULT_WINDOW else {"dedup_window": window})},
         "quality": {"enabled": False}})
     try:
         batches, _records = configs.deltasink(spark, config)
@@ -162,12 +170,15 @@ def _warm_median(batches: list[dict[str, Any]], key: str) -> float | None:
 
 
 def summarize(window: str, rows: int, batches: list[dict[str, Any]],
-              results: list[dict[str, Any]]) -> dict[str, Any]:
-    """One cell's figures; the ratio is to the same window's empty-table cell in ``results``."""
+              results: list[dict[str, Any]], round_: int = 0) -> dict[str, Any]:
+    """One cell's figures; the ratio is to the same window's and round's empty-table cell in
+    ``results``."""
     warm = _warm_median(batches, "merge_commit")
     empty = warm if rows == 0 else next((r["merge_commit_warm_median_s"] for r in results
-                                         if r["window"] == window and r["target_rows"] == 0), None)
-    return {"window": window, "target_rows": rows, "batches": len(batches),
+                                         if r["window"] == window and r["target_rows"] == 0
+                                         and r.get("round", 0) == round_), None)
+    return {"window": window, "target_rows": rows, "round": round_, "load": env.load(),
+            "batches": len(batches),
             "merge_commit_s": [round(float(b.get("merge_commit", 0.0)), 3) for b in batches],
             "merge_commit_warm_median_s": warm,
             "ratio_vs_empty": round(warm / empty, 2) if warm is not None and empty else None,
@@ -193,6 +204,19 @@ def render(meta: dict[str, Any], results: list[dict[str, Any]]) -> str:
     lines += [f"| {r['window']} | {r['target_rows']:,} | {r['merge_commit_warm_median_s']} | "
               + ("-" if r["ratio_vs_empty"] is None else f"{r['ratio_vs_empty']:.2f}x")
               + f" | {r['total_warm_median_s']} |" for r in results]
+    if meta.get("rounds", 1) > 1:
+        lines += ["", "Paired: each cell's ratio to the same window's empty-table cell of the "
+                  "same round, run minutes before it (1-minute load at the end of each cell in "
+                  "brackets).", "",
+                  "| window | target rows | ratio per round | median ratio |", "|---|---|---|---|"]
+        for window, rows in dict.fromkeys((r["window"], r["target_rows"]) for r in results):
+            cells = [r for r in results if (r["window"], r["target_rows"]) == (window, rows)
+                     and r["ratio_vs_empty"] is not None]
+            if rows and cells:
+                each = ", ".join(f"{r['ratio_vs_empty']:.2f}x ({r['load'].split('/')[0]})"
+                                 for r in cells)
+                mid = statistics.median(r["ratio_vs_empty"] for r in cells)
+                lines.append(f"| {window} | {rows:,} | {each} | {mid:.2f}x |")
     return "\n".join(lines) + "\n"
 
 
@@ -210,7 +234,7 @@ def main(argv: list[str] | None = None) -> int:
     """Produce the topic, seed each target size once, run every (size, window) cell, report."""
     parser = argparse.ArgumentParser(prog="python -m bench.hot_day", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--windows", default="1d,1h,15m,5m",
+    parser.add_argument("--windows", default="default,1d,1h,15m,5m",
                         help="comma-separated target.dedup_window values (default: %(default)s)")
     parser.add_argument("--sizes", help="comma-separated rows in the hot day, 0 = an empty "
                         "table (default: 0,10000000,50000000; --quick: 0,1000000)")
@@ -218,19 +242,27 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--batch", type=int, help="max_records_per_batch (default: 50000)")
     parser.add_argument("--quick", action="store_true",
                         help="sizes 0,1000000, 100000 events, batches of 25000: a smoke test")
+    parser.add_argument("--warmup", type=int, default=WARMUP_EVENTS,
+                        help="events of the unreported warm-up cell (default: %(default)s)")
+    parser.add_argument("--rounds", type=int, default=1,
+                        help="run every cell this many times, sizes interleaved (default: 1)")
+    parser.add_argument("--name", help="the report's file name (default: hot_day)")
     parser.add_argument("--out", type=Path, default=RESULTS, help="report folder")
     args = parser.parse_args(argv)
     quick, windows = args.quick, args.windows.split(",")
     sizes = sorted({int(s) for s in (args.sizes or (QUICK_SIZES if quick else SIZES)).split(",")})
     events = args.events or (100_000 if quick else 200_000)
     batch = args.batch or (25_000 if quick else 50_000)
-    name, midnight, t0 = "hot_day-quick" if quick else "hot_day", today(), time.monotonic()
+    name = args.name or ("hot_day-quick" if quick else "hot_day")
+    midnight, t0, rounds = today(), time.monotonic(), max(1, args.rounds)
     meta: dict[str, Any] = {"started": datetime.now(UTC).isoformat(timespec="seconds"),
                             "host": f"{platform.node()} ({platform.machine()})",
                             "load_start": env.load(), "hot_day": str(midnight.date()),
                             "events": events, "batch": batch, "windows": windows,
-                            "sizes": sizes, "layout": [], "python": sys.version.split()[0]}
-    say(f"{len(sizes) * len(windows)} cells; hot day {midnight.date()}; load {meta['load_start']}")
+                            "sizes": sizes, "layout": [], "python": sys.version.split()[0],
+                            "rounds": rounds}
+    say(f"{len(sizes) * len(windows) * rounds} cells; hot day {midnight.date()}; "
+        f"load {meta['load_start']}")
     results: list[dict[str, Any]] = []
     with tempfile.TemporaryDirectory(prefix="deltasink-hotday-") as tmp:
         work = Path(tmp)
@@ -238,27 +270,31 @@ def main(argv: list[str] | None = None) -> int:
             bootstrap = node.bootstrap_servers
             meta["records"] = produce_hot(bootstrap, "hot_day", events, midnight, batch=batch)
             say(f"produced {meta['records']:,} records to hot_day")
-            produce_hot(bootstrap, "hot_warmup", WARMUP_EVENTS, midnight,
-                        batch=WARMUP_EVENTS // 2, prefix="warm", seed=1)
+            produce_hot(bootstrap, "hot_warmup", args.warmup, midnight,
+                        batch=args.warmup // 2, prefix="warm", seed=1)
             from pipelines.runtime.spark import get_spark
 
             spark = get_spark("deltasink-bench")
             build_hot_day(spark, work / "warmup_base", 0, midnight)
             run_cell(spark, bootstrap, "hot_warmup", work / "warmup", work / "warmup_base", "1d",
-                     WARMUP_EVENTS // 2)
+                     args.warmup // 2)
             say("warm-up done (empty target, window 1d, not reported)")
-            for rows in sizes:
-                base = work / f"base_{rows}"
-                meta["layout"].append(build_hot_day(spark, base, rows, midnight))
-                for window in windows:
-                    batches = run_cell(spark, bootstrap, "hot_day", work / f"cell_{rows}_{window}",
-                                       base, window, batch)
-                    results.append(r := summarize(window, rows, batches, results))
-                    say(f"window {window}, {rows:,} rows: {r['batches']} batches, warm "
-                        f"merge_commit {r['merge_commit_warm_median_s']}s "
-                        f"(ratio {r['ratio_vs_empty']}), load {env.load()}")
-                    _write(args.out, name, meta, results, t0)  # partial results survive a kill
-                shutil.rmtree(base, ignore_errors=True)
+            for round_ in range(rounds):
+                for rows in sizes:
+                    base = work / f"base_{rows}"
+                    if round_ == 0:  # built once, kept while rounds remain
+                        meta["layout"].append(build_hot_day(spark, base, rows, midnight))
+                    for window in windows:
+                        batches = run_cell(spark, bootstrap, "hot_day",
+                                           work / f"cell_{rows}_{window}_{round_}", base, window,
+                                           batch)
+                        results.append(r := summarize(window, rows, batches, results, round_))
+                        say(f"round {round_}, window {window}, {rows:,} rows: {r['batches']} "
+                            f"batches, warm merge_commit {r['merge_commit_warm_median_s']}s "
+                            f"(ratio {r['ratio_vs_empty']}), load {r['load']}")
+                        _write(args.out, name, meta, results, t0)  # partial results survive
+                    if round_ == rounds - 1:
+                        shutil.rmtree(base, ignore_errors=True)
             spark.stop()
     md = _write(args.out, name, meta, results, t0)
     say(f"wrote {md}")
