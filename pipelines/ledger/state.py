@@ -26,6 +26,13 @@ from pipelines.storage.tables import TableRef
 #: nearly always the newest version of its target).
 WINDOW = 10
 
+#: Compactions are never deltasink commits. Delta's auto-compaction (a table's
+#: ``delta.autoOptimize.autoCompact``, or ``spark.databricks.delta.autoCompact.enabled``) runs
+#: right after a batch's MERGE, in the batch's session, and copies the batch's userMetadata
+#: into its ``OPTIMIZE`` commit, which holds no txn action and changes no data
+#: (``dataChange: false``): read as a commit, it would list the batch twice (issue 46).
+COMPACTIONS = ("OPTIMIZE",)
+
 #: A version's entry in the history: a ``history()`` row, or its commit file read by name.
 HistoryRow = Row | LogCommit
 
@@ -116,6 +123,8 @@ def _walk(rows: list[HistoryRow]) -> Iterator[SinkCommit | int]:
 
 
 def _commit(row: HistoryRow, undone_by: int | None) -> SinkCommit | None:
+    if row["operation"] in COMPACTIONS:  # a compaction: no txn, no new rows (see COMPACTIONS)
+        return None
     body: dict[str, Any] | None = parse_commit_metadata(row["userMetadata"])
     if body is None:
         return None

@@ -112,3 +112,37 @@ def test_a_table_not_created_yet_has_no_commits(spark: SparkSession, lake: Path)
     ref = TableRef(path=str(lake / "not_yet"))
     assert state.sink_commits(spark, ref) == []
     assert state.recorded_offsets(spark, ref, "p") is None
+
+
+AUTO_COMPACT = "spark.databricks.delta.autoCompact.enabled"
+
+
+def test_an_auto_compaction_is_not_a_batch_and_leaves_offsets_and_txn_as_they_were(
+        spark: SparkSession, lake: Path) -> None:
+    """Issue 46: Delta's auto-compaction compacts small files right after a commit.
+    Its OPTIMIZE commit copies the batch's userMetadata but holds no txn action: the batches
+    are each listed once, the offsets are the newest batch's, and a replay is still skipped."""
+    ref = _table(spark, lake)
+    enabled = spark.conf.get(AUTO_COMPACT, None)
+    spark.conf.set(AUTO_COMPACT, "true")
+    spark.conf.set(f"{AUTO_COMPACT[:-len('.enabled')]}.minNumFiles", "3")
+    try:
+        for batch in range(1, 5):
+            _commit(spark, ref, batch, batch * 10)
+    finally:
+        spark.conf.unset(f"{AUTO_COMPACT[:-len('.enabled')]}.minNumFiles")
+        if enabled is None:
+            spark.conf.unset(AUTO_COMPACT)
+        else:
+            spark.conf.set(AUTO_COMPACT, enabled)
+    history = TableRef(path=ref.path).history(spark).orderBy("version").collect()
+    compactions = [r for r in history if r["operation"] == "OPTIMIZE"]
+    assert compactions and all(r["userMetadata"] for r in compactions)  # the copy is there
+    commits = state.sink_commits(spark, ref, "p")
+    assert sorted(c.batch_id for c in commits) == [1, 2, 3, 4]
+    assert all(c.version not in {r["version"] for r in compactions} for c in commits)
+    assert state.recorded_offsets(spark, ref, "p") == {"t": {0: 40}}
+    before = _version(spark, ref)
+    _commit(spark, ref, 4, 99)  # a replay of the newest batch: Delta skips it
+    assert _version(spark, ref) == before
+    assert spark.read.format("delta").load(ref.path).count() == 4  # no row twice
