@@ -66,7 +66,9 @@ def sample(work: Path, proc_pid: int, watcher: steady.LogWatcher, feeder: steady
         "verdicts_commits": steady.newest_version(work / "lake/_quality/results") + 1,
         "batches": len(batches),
         "batch_median_s": round(statistics.median(recent), 2) if recent else None,
-        "latency_p50_s": round(lat["p50"], 2), "latency_p99_s": round(lat["p99"], 2),
+        # None: none of the interval's events was visible yet when sampled
+        "latency_p50_s": round(lat["p50"], 2) if lat["count"] else None,
+        "latency_p99_s": round(lat["p99"], 2) if lat["count"] else None,
         "sent": len(feeder.sent_at)}
 
 
@@ -91,7 +93,8 @@ def render(results: dict[str, Any], meta: dict[str, Any]) -> str:
                                        for c in COLUMNS) + " |")
     check = results["exactly_once"]
     lines += ["", f"Exactly once, from the target's files after the run stopped: {check} "
-              f"(exit code {results['exit_code']}).", ""]
+              f"(exit code {results['exit_code']}; events not landed when it stopped were "
+              f"landed by a catch-up run first: {results.get('catch_up_run')}).", ""]
     minutes = [r["minute"] for r in rows]
     for title, keys in (("driver memory (MiB)", ("rss_jvm_mib", "rss_python_mib",
                                                  "heap_after_gc_mib")),
@@ -153,7 +156,9 @@ def main(argv: list[str] | None = None) -> int:
                         and proc.poll() is None:
                     time.sleep(1)
             watcher.stop()
+            caught_up = steady.catch_up(work / "pipeline.yml", log, watcher, sent)
             results = {"samples": samples, "exactly_once": steady.exactly_once(watcher, sent),
+                       "catch_up_run": caught_up,
                        "exit_code": proc.returncode,
                        "log_tail": log.read_text(errors="replace").splitlines()[-20:]}
     env.publish(args.out, "soak", meta, results, render)

@@ -282,6 +282,22 @@ def deltasink_process(command: list[str], log: Path,
                     proc.wait()
 
 
+def catch_up(config: Path, log: Path, watcher: LogWatcher, sent: int) -> bool:
+    """If some sent events are not in the target yet (the stopped run had not reached them),
+    land them with one ``deltasink run --no-validate`` (available-now) before the check, so a
+    missing event means a lost one. Whether a catch-up run was needed."""
+    if len(watcher.seen_at) >= sent:
+        return False
+    import sys
+
+    with log.open("ab") as out:
+        subprocess.run([str(Path(sys.executable).with_name("deltasink")), "run", "--config",
+                        str(config), "--no-validate"], stdout=out, stderr=subprocess.STDOUT,
+                       timeout=1800, check=False)
+    watcher.poll()
+    return True
+
+
 def batch_seconds(log: Path) -> list[tuple[int, float]]:
     """``(batch id, seconds)`` of each ``batch N: ... 1.23s`` progress line in ``log``."""
     rows = []
