@@ -71,6 +71,11 @@ def run_group(spark: SparkSession, configs: Sequence[PipelineConfig], *, paralle
     from quality.group_book import GroupBook
 
     say = progress or print
+    seen = len(SIGNALS)  # a signal before this group (a notebook's interrupt) is not its stop
+
+    def stopped() -> bool:
+        return len(SIGNALS) > seen
+
     book = GroupBook()
     printing = threading.Lock()  # one whole line at a time
     validating = threading.Lock()  # one validation at a time
@@ -87,13 +92,15 @@ def run_group(spark: SparkSession, configs: Sequence[PipelineConfig], *, paralle
         tell = prefixed(config.name)
         result = None
         try:
-            if SIGNALS:  # stopped before this one began: it is left for the next run
+            if stopped():  # stopped before this one began: it is left for the next run
                 raise KeyboardInterrupt
             session = own_session(spark)
             sessions.append(session)
             result = run_pipeline(session, config, validate=False, progress=tell,
-                                  metrics_to=book.metrics_of(config))
-            if validate and config.quality.enabled and not SIGNALS:
+                                  metrics_to=book.metrics_of(config), stopping=stopped)
+            if stopped():  # its stream was stopped: the next run continues it
+                raise KeyboardInterrupt
+            if validate and config.quality.enabled:
                 from quality.cadence import validate_run
 
                 with validating:

@@ -57,7 +57,8 @@ _TRANSIENT = ("TimeoutException", "Timed out waiting", "DisconnectException",
 def run_pipeline(spark: SparkSession, config: PipelineConfig, *, trigger: str = "available-now",
                  interval: str = "10s", validate: bool = True,
                  progress: Progress | None = None, phases: Phases | None = None,
-                 metrics_to: Callable[[list[BatchMetrics]], None] | None = None) -> RunResult:
+                 metrics_to: Callable[[list[BatchMetrics]], None] | None = None,
+                 stopping: Callable[[], bool] | None = None) -> RunResult:
     """Stream Kafka into the Delta target until caught up (or forever), then validate.
 
     Args:
@@ -75,6 +76,10 @@ def run_pipeline(spark: SparkSession, config: PipelineConfig, *, trigger: str = 
         metrics_to: takes the run-metrics rows of the query's end instead of the run's own
             write: a group run writes all its pipelines' rows in one commit. Not with
             ``quality.max_staleness``, whose check reads the rows: that run writes its own.
+        stopping: a stop asked of a run on another thread than the main one (a group's stop
+            signal, which only the main thread receives): checked before the query starts
+            (the run then raises ``KeyboardInterrupt``) and every second while it runs (the
+            query is stopped as Ctrl-C stops it, and the run returns what it committed).
 
     Returns:
         The run's batches and totals.
@@ -142,7 +147,7 @@ def run_pipeline(spark: SparkSession, config: PipelineConfig, *, trigger: str = 
                 recorder.backfill()  # rows of batches committed without one (crash, failure)
         with clock.phase("stream"):
             _stream(spark, config, run_id, trigger, interval, partitions, feed, say,
-                    resume, lease, harvest, own_client=source.gap is None)
+                    resume, lease, harvest, own_client=source.gap is None, stopping=stopping)
         claim.release_soon()  # nothing left to write under it: released while validating
         result = RunResult(config.name, run_id, tuple(batches))
         say(f"run {run_id} done: {len(batches)} batches, in={result.records_in} "
@@ -174,10 +179,13 @@ def _final_aside(harvest: Harvest, aside: Aside) -> Harvest:
 def _stream(spark: SparkSession, config: PipelineConfig, run_id: str, trigger: str,
             interval: str, partitions: dict[str, list[int]],
             feed: BatchFeed, say: Progress, resume: Resume, lease: Lease,
-            harvest: Harvest | None = None, own_client: bool = True) -> None:
+            harvest: Harvest | None = None, own_client: bool = True,
+            stopping: Callable[[], bool] | None = None) -> None:
     outage: dict[str, float] = {}  # 'since': when the broker stopped answering
     recoveries = 0
     while True:
+        if stopping is not None and stopping():
+            raise KeyboardInterrupt  # stopped before (or between) its queries
         start: str = config.source.starting_offsets
         location = checkpoint.active(spark, config.checkpoint)  # changes when it is retired
         if not checkpoint.has_state(spark, location):
@@ -197,7 +205,8 @@ def _stream(spark: SparkSession, config: PipelineConfig, run_id: str, trigger: s
             writer = writer.trigger(processingTime=f"{parse_duration(interval)} seconds")
         query = lease.start(writer)  # a racing second writer is a CheckpointError
         try:
-            _watch(spark, query, config, outage, feed, harvest, probe=own_client)
+            _watch(spark, query, config, outage, feed, harvest, probe=own_client,
+                   stopping=stopping)
             return
         except StreamingQueryException as exc:
             failure = raised_in_batch(str(exc))  # the batch's own typed error, from its text
@@ -252,7 +261,8 @@ def _report(feed: BatchFeed, query: StreamingQuery, say: Progress) -> None:
 
 def _watch(spark: SparkSession, query: StreamingQuery, config: PipelineConfig,
            outage: dict[str, float], feed: BatchFeed, harvest: Harvest | None = None,
-           every: int = 5, probe: bool = True) -> None:
+           every: int = 5, probe: bool = True,
+           stopping: Callable[[], bool] | None = None) -> None:
     """Wait for the query to end, probing the broker every ``every`` s: Spark's source may hang.
 
     A paused or unreachable broker can leave a batch waiting inside Kafka client calls for
@@ -263,11 +273,14 @@ def _watch(spark: SparkSession, query: StreamingQuery, config: PipelineConfig,
     Raises:
         BrokerError: the broker was unreachable for longer than ``source.broker_timeout``.
         StreamingQueryException: the query failed (the caller decides whether to retry).
+        KeyboardInterrupt: ``stopping`` said so (a group's stop signal).
     """
     timeout = config.source.broker_timeout
     harvested = probed = time.monotonic()
     while not query.awaitTermination(1):  # each finished batch is reported within a second
         _report(feed, query, lambda _line: None)  # a failure here is said at the query's end
+        if stopping is not None and stopping():
+            raise KeyboardInterrupt  # the caller stops the query, as for Ctrl-C
         if harvest is not None and time.monotonic() - harvested >= _HARVEST_EVERY:
             harvest(query)  # a long-running query records its batches' rows as it goes
             harvested = time.monotonic()
