@@ -1,18 +1,21 @@
-"""Ctrl-C (SIGINT) and SIGTERM during a run (issue 33 §3): the run stops with one line and exit
-code 130 or 143 (``pipelines/cli/parser.py``'s EPILOG), no traceback (PySpark's Ctrl-C
-handler breaks the Py4J call it interrupts, and Py4J logged that with a traceback), no JVM left
-behind, and a later run lands everything exactly once.
+"""Ctrl-C (SIGINT) and SIGTERM during a run (issue 33 §3, issue 46 §3), to the ``deltasink``
+process alone (a scheduler that signals its pid) or to its whole process group (a terminal's
+Ctrl-C, ``kill -TERM -<pgid>``, systemd's control-group stop, a job cancel: the driver JVM too),
+in a single run, a group run, a run through Spark Connect and a continuous run.
+
+Each ends with the run's own lines and one stop line, no traceback, no JVM stack trace and no
+Py4J line (``pipelines/cli/parser.py``'s EPILOG), exit 130 or 143 (0 for a continuous run),
+nothing left running, and a rerun, in the same mode, that lands every event once.
 
 Chaos, not ``make test``: each case is a cold ``deltasink`` process (its own driver JVM), which
-is the point: the signal must reach a real process with a real JVM below it.
+is the point: the signal must reach a real process with a real JVM below it. The cheapest
+decisive cases (a group SIGTERM to an available-now and to a continuous run) are in
+``tests/pipelines/cli/test_stop_signals.py``.
 """
 
 from __future__ import annotations
 
-import os
 import signal
-import subprocess
-import time
 import uuid
 from pathlib import Path
 
@@ -20,71 +23,71 @@ import pytest
 from pyspark.sql import SparkSession
 
 from pipelines.config.loader import load_config
+from pipelines.config.model import PipelineConfig
 from pipelines.kafka.broker import EmbeddedBroker
-from pipelines.kafka.produce import produce_events
+from pipelines.kafka.produce import ProduceSummary, produce_events
 from pipelines.run import run_pipeline
+from pipelines.runtime.connect_server import ConnectServer
 from tests.support import runner
 from tests.support.checker import check
-from tests.support.configs import write_config
+from tests.support.configs import make_config, write_config
+from tests.support.stops import noise, stop_after_first_batch, stopped_line
 
 pytestmark = [pytest.mark.chaos, pytest.mark.slow]
 
-#: Guards against a hang, not speed (a cold run on a loaded two-core machine).
-HANG = 300.0
+MODES = ["single", "group", "connect", "continuous"]
 
 
-def alive(pid: int) -> bool:
-    """Whether ``pid`` still runs (a zombie waiting to be reaped does not)."""
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-    except OSError:
-        return False
-    return stat[stat.rindex(")") + 2] != "Z"
-
-
-@pytest.mark.parametrize(("sig", "group", "code", "word"), [
-    (signal.SIGINT, True, 130, "interrupted (SIGINT)"),    # Ctrl-C: the terminal's whole group
-    (signal.SIGTERM, False, 143, "terminated (SIGTERM)"),  # a scheduler: the process only
-], ids=["ctrl-c", "sigterm"])
-def test_a_signal_mid_run_stops_after_the_batch_in_one_line_and_the_next_run_lands_once(
-        spark: SparkSession, broker: EmbeddedBroker, lake: Path, sig: signal.Signals,
-        group: bool, code: int, word: str) -> None:
+def _pipeline(lake: Path, broker: EmbeddedBroker, name: str, seed: int,
+              **overrides: object) -> tuple[Path, PipelineConfig, ProduceSummary]:
+    lake.mkdir(parents=True, exist_ok=True)
     topic = f"signal-{uuid.uuid4().hex[:8]}"
     sent = produce_events(broker.bootstrap_servers, topic, 1500, duplicate_rate=0.1,
-                          poison_rate=0.01, seed=41)
-    path = write_config(lake, broker.bootstrap_servers, topic,
-                        source={"max_records_per_batch": 50})
-    cfg = load_config(path, environ={})
-    first_commit = Path(cfg.checkpoint) / "commits" / "0"
-    env = {k: v for k, v in os.environ.items() if k not in ("DELTASINK_FAULT", "SPARK_REMOTE")}
-    client = subprocess.Popen([runner.DELTASINK, "run", "--config", str(path), "--no-validate"],
-                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                              env=env, start_new_session=True)
-    try:
-        started = time.monotonic()
-        while not first_commit.exists():
-            assert client.poll() is None, client.communicate()
-            assert time.monotonic() - started < HANG, "no first batch: hung"
-            time.sleep(0.1)
-        below = runner.descendants(client.pid)  # the driver JVM and its helpers
-        (os.killpg if group else os.kill)(client.pid, sig)
-        try:
-            out, err = client.communicate(timeout=HANG)
-        except subprocess.TimeoutExpired:
-            pytest.fail(f"deltasink hung {HANG:.0f}s after {sig.name}")
-        deadline = time.monotonic() + 60  # the JVM follows its Python parent out
-        while (left := {p: n for p, n in below.items() if alive(p)}) \
-                and time.monotonic() < deadline:
-            time.sleep(0.5)
-    finally:
-        runner.killpg(client)  # type: ignore[arg-type]
+                          poison_rate=0.01, seed=seed)
+    path = write_config(lake, broker.bootstrap_servers, topic, name=name,
+                        source={"max_records_per_batch": 50}, **overrides)
+    return path, load_config(path, environ={}), sent
 
-    assert client.returncode == code, out[-2000:] + err[-2000:]
-    assert "Traceback" not in err, err[-3000:]
-    last = err.strip().splitlines()[-1]
-    assert last == f"{word}: stopped; the next run continues where this one stopped", err[-3000:]
-    assert not left, f"left running 60 s after exit: {left}"
 
-    run_pipeline(spark, cfg, validate=False, progress=lambda _l: None)
-    verdict = check(spark, cfg, sent.event_ids, sum(sent.poison.values()))
-    assert verdict.clean, verdict
+@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize("group", [True, False], ids=["group", "process"])
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM], ids=["sigint", "sigterm"])
+def test_a_stop_signal_mid_run_ends_in_one_line_and_the_next_run_lands_once(
+        broker: EmbeddedBroker, lake: Path, request: pytest.FixtureRequest,
+        sig: signal.Signals, group: bool, mode: str) -> None:
+    remote: dict[str, object] = {}
+    if mode == "connect":
+        server: ConnectServer = request.getfixturevalue("connect_server")
+        remote = {"spark": {"remote": server.url}}
+    names = ["signal_a", "signal_b"] if mode == "group" else ["signal_a"]
+    pipelines = [_pipeline(lake / name, broker, name, 41 + i, **remote)
+                 for i, name in enumerate(names)]
+    args = ["run", "--no-validate"] + [a for p in pipelines for a in ("--config", str(p[0]))]
+    if mode == "continuous":
+        args += ["--trigger", "continuous", "--interval", "1s"]
+
+    stopped = stop_after_first_batch(args, [Path(p[1].checkpoint) for p in pipelines], sig,
+                                     group)
+
+    code = 0 if mode == "continuous" else 128 + sig
+    assert stopped.done.returncode == code, stopped.tail()
+    assert stopped.done.stderr.strip().splitlines() == [stopped_line(sig)], stopped.tail()
+    assert not noise(stopped.done.stdout + stopped.done.stderr), stopped.tail()
+    assert not stopped.left, f"left running 60 s after it exited: {stopped.left}"
+    assert ("java" in stopped.children) == (mode != "connect"), stopped.children
+    if mode == "group":
+        for name in names:  # each pipeline's own line: stopped (or landed), never a failure
+            assert any(line.startswith((f"{name}: stopped after", f"{name}: ok in"))
+                       for line in stopped.done.stdout.splitlines()), stopped.tail()
+
+    spark: SparkSession = request.getfixturevalue("spark")
+    for path, config, sent in pipelines:  # the rerun lands the rest in one batch
+        config = make_config(path.parent, broker.bootstrap_servers, config.source.topics[0],
+                             name=config.name, **remote)
+        if mode == "connect":  # the rerun goes through the same server
+            again = runner.run(path)
+            assert again.returncode == 0, again.stdout[-2000:] + again.stderr[-2000:]
+        else:
+            run_pipeline(spark, config, validate=False, progress=lambda _l: None)
+        verdict = check(spark, config, sent.event_ids, sum(sent.poison.values()))
+        assert verdict.clean, verdict

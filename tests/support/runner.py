@@ -9,7 +9,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 
 DELTASINK = str(Path(sys.executable).parent / "deltasink")
@@ -107,6 +107,9 @@ def has_batch_commit(table: Path) -> bool:
 
 def deltasink(*args: str, fault: str | None = None, kill_after: float | None = None,
               kill_after_lock: Path | None = None, kill_after_commit: Path | None = None,
+              kill_when: Callable[[], bool] | None = None,
+              kill_with: signal.Signals = signal.SIGKILL, kill_group: bool = True,
+              left: dict[int, str] | None = None,
               env: Mapping[str, str] | None = None,
               timeout: float = 900, cwd: Path | None = None,
               children: set[str] | None = None,
@@ -117,11 +120,21 @@ def deltasink(*args: str, fault: str | None = None, kill_after: float | None = N
         args: the CLI arguments.
         fault: a ``DELTASINK_FAULT`` spec (see ``pipelines/faults.py``).
         kill_after: SIGKILL the whole process group (driver JVM included) after this many
-            seconds, as a lost node would; the return code is then ``-SIGKILL``.
+            seconds, as a lost node would; the return code is then ``-SIGKILL``. With
+            ``kill_with``, send that signal instead.
         kill_after_lock: count ``kill_after`` from the moment this checkpoint lock file holds
             the process's pid (the run is past start-up and streaming), not from the start.
         kill_after_commit: count ``kill_after`` from the moment this Delta table holds a
             micro-batch's commit (:func:`has_batch_commit`): the kill lands after one.
+        kill_when: count ``kill_after`` from the moment this returns true (polled every 0.2 s).
+        kill_with: the signal ``kill_after`` sends. Another than SIGKILL (SIGTERM, SIGINT) is a
+            stop the process handles: it is sent once, and the process is waited for (up to
+            ``timeout``) to end by itself.
+        kill_group: send ``kill_with`` to the whole process group (the driver JVM and any Python
+            workers too), as a terminal's Ctrl-C, ``kill -TERM -<pgid>``, systemd or a job
+            cancel do; false: to the ``deltasink`` process alone.
+        left: filled with the processes that were below ``deltasink`` when ``kill_with`` was
+            sent and still ran 60 s after it exited (they are SIGKILLed then).
         env: the environment (default: this process's, without ``DELTASINK_FAULT``).
         timeout: give up (and kill) after this many seconds.
         cwd: the working directory (default: this process's).
@@ -136,24 +149,33 @@ def deltasink(*args: str, fault: str | None = None, kill_after: float | None = N
         proc = subprocess.Popen([DELTASINK, *args], env=base, stdout=out, stderr=err, text=True,
                                 start_new_session=True, cwd=cwd)
         started = time.monotonic()
-        waits = kill_after_lock or kill_after_commit
+        waits = kill_after_lock or kill_after_commit or kill_when
         kill_at = None if kill_after is None or waits else started + kill_after
         timed_out = False
+        below: dict[int, str] = {}
+        signalled = False
         while proc.poll() is None:
             now = time.monotonic()
             if kill_at is None and kill_after is not None and (
                     (kill_after_lock is not None and _holds_lock(kill_after_lock, proc.pid))
-                    or (kill_after_commit is not None and has_batch_commit(kill_after_commit))):
+                    or (kill_after_commit is not None and has_batch_commit(kill_after_commit))
+                    or (kill_when is not None and kill_when())):
                 kill_at = now + kill_after
-            if kill_at is not None and now >= kill_at:
-                break
+            if kill_at is not None and now >= kill_at and not signalled:
+                if kill_with == signal.SIGKILL:
+                    break
+                below = descendants(proc.pid)
+                (os.killpg if kill_group else os.kill)(proc.pid, kill_with)
+                signalled = True
             if now - started > timeout:
                 timed_out = True
                 break
             if children is not None:
                 children.update(descendants(proc.pid).values())
             time.sleep(0.2)
-        if proc.returncode is None or proc.returncode < 0:
+        if signalled and not timed_out and left is not None:
+            left.update(_outliving(below, 60.0))
+        if proc.returncode is None or proc.returncode < 0 or signalled:
             killpg(proc)  # like a lost node: nothing of the job survives, JVM included
         proc.wait()
         if timed_out:
@@ -162,6 +184,24 @@ def deltasink(*args: str, fault: str | None = None, kill_after: float | None = N
         out.seek(0)
         err.seek(0)
         return subprocess.CompletedProcess(proc.args, proc.returncode, out.read(), err.read())
+
+
+def _alive(pid: int) -> bool:
+    """Whether ``pid`` still runs (a zombie waiting to be reaped does not)."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return False
+    return stat[stat.rindex(")") + 2] != "Z"
+
+
+def _outliving(processes: dict[int, str], seconds: float) -> dict[int, str]:
+    """Those of ``processes`` still running after up to ``seconds`` of waiting for them."""
+    deadline = time.monotonic() + seconds
+    while (running := {p: n for p, n in processes.items() if _alive(p)}) \
+            and time.monotonic() < deadline:
+        time.sleep(0.5)
+    return running
 
 
 def _note(args: tuple[str, ...], seconds: float, code: int) -> None:
