@@ -5,11 +5,18 @@ catalog, which lives as long as the server: a schema made through one client pro
 for the next. A Connect client makes the schema, one ``deltasink run`` (a Connect client,
 ``spark.remote``) lands a topic in ``spark_catalog.<schema>.*``, and a Connect client counts what
 landed. The catalog that persists across servers (a Hive metastore) is in test_catalog_hive.py.
+
+A kill inside Delta's ``CREATE`` cannot be injected through Connect (the CREATE runs in the
+server, which the test-only kill would take down, with every other test's session): its leftover
+is built as Delta leaves it, through Connect (a pipeline's tables created under other names, the
+target's folder copied to the default location of the name under test, which no name
+registers), and the next ``deltasink run`` through Connect rides it out.
 """
 
 from __future__ import annotations
 
 import json
+import shutil
 import subprocess
 import sys
 import uuid
@@ -31,6 +38,36 @@ from pyspark.sql import SparkSession
 spark = SparkSession.builder.remote(sys.argv[1]).getOrCreate()
 print(json.dumps([list(spark.sql(q).first() or []) for q in sys.argv[2:]]))
 """
+
+
+_CREATE = """
+import sys
+from pyspark.sql import SparkSession
+from pipelines.config.loader import load_config
+from pipelines.sink.tables import ensure_sink_tables
+spark = SparkSession.builder.remote(sys.argv[1]).getOrCreate()
+config = load_config(sys.argv[2], environ={})
+ensure_sink_tables(spark, config, config.event_schema())
+"""
+
+
+_LOCATIONS = """
+import json, sys
+from pyspark.sql import SparkSession
+spark = SparkSession.builder.remote(sys.argv[1]).getOrCreate()
+table = spark.sql(f"DESCRIBE DETAIL {sys.argv[2]}").first()["location"]
+schema = {r[0]: r[1] for r in spark.sql(f"DESCRIBE SCHEMA EXTENDED {sys.argv[3]}").collect()}
+print(json.dumps([table, schema["Location"]]))
+"""
+
+
+def connect_locations(url: str, table: str, schema: str) -> tuple[str, str]:
+    """Where ``table`` lies and ``schema``'s default location, asked through Connect."""
+    done = subprocess.run([sys.executable, "-c", _LOCATIONS, url, table, schema],
+                          capture_output=True, text=True, timeout=300, check=True,
+                          env=runner.cold_env(None))
+    table_at, schema_at = json.loads(done.stdout.strip().splitlines()[-1])
+    return str(table_at), str(schema_at)
 
 
 def connect_sql(url: str, *queries: str) -> list[list[object]]:
@@ -73,3 +110,51 @@ def test_a_run_on_catalog_names_through_spark_connect_lands_every_event_once(
     assert rows == ids == len(sent.event_ids)
     assert quarantined == spots == sum(sent.poison.values())
     assert metrics and results, (metrics, results)  # both bookkeeping tables written by name
+
+
+def catalog_config(lake: Path, bootstrap: str, topic: str, url: str, prefix: str,
+                   table: str, name: str = "orders_bronze") -> Path:
+    """A Connect pipeline whose four tables are names under ``prefix``."""
+    return write_config(
+        lake, bootstrap, topic, name, spark={"remote": url},
+        source={"max_records_per_batch": 150},
+        target={"path": None, "quarantine_path": None, "table": f"{prefix}.{table}",
+                "quarantine_table": f"{prefix}.{table}_quarantine"},
+        quality={"results_path": None, "metrics_path": None,
+                 "results_table": f"{prefix}.deltasink_quality_results",
+                 "metrics_table": f"{prefix}.deltasink_run_metrics"})
+
+
+@pytest.mark.chaos
+def test_a_killed_creation_of_the_target_is_ridden_out_through_spark_connect(
+        connect_server: ConnectServer, broker: EmbeddedBroker, lake: Path) -> None:
+    schema = f"cat_{uuid.uuid4().hex[:8]}"
+    prefix = f"spark_catalog.{schema}"
+    topic = f"connect-kill-{uuid.uuid4().hex[:8]}"
+    sent = produce_events(broker.bootstrap_servers, topic, 300, duplicate_rate=0.1,
+                          poison_rate=0.01, seed=46)
+    connect_sql(connect_server.url, f"CREATE SCHEMA {prefix}")
+    made = catalog_config(lake, broker.bootstrap_servers, topic, connect_server.url,
+                          prefix, "made", name="made")
+    subprocess.run([sys.executable, "-c", _CREATE, connect_server.url, str(made)], check=True,
+                   capture_output=True, timeout=300, env=runner.cold_env(None))
+    made_at, schema_at = connect_locations(connect_server.url, f"{prefix}.made", prefix)
+    where = Path(schema_at.removeprefix("file:")) / "orders"
+    shutil.copytree(Path(made_at.removeprefix("file:")), where)  # no name registers it
+
+    path = catalog_config(lake, broker.bootstrap_servers, topic, connect_server.url, prefix,
+                          "orders")
+    done = runner.run(path, validate=True)
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    said = done.stdout + done.stderr
+    assert f"table {prefix}.orders: a killed creation had left" in said, said[-3000:]
+    assert "quality PASSED" in done.stdout, done.stdout[-3000:]
+    (rows, ids), (quarantined, spots) = connect_sql(
+        connect_server.url,
+        f"SELECT count(*), count(DISTINCT event_id) FROM {prefix}.orders",
+        f"SELECT count(*), count(DISTINCT kafka_topic, kafka_partition, kafka_offset) "
+        f"FROM {prefix}.orders_quarantine")
+    assert rows == ids == len(sent.event_ids)
+    assert quarantined == spots == sum(sent.poison.values())
+    assert connect_locations(connect_server.url, f"{prefix}.orders", prefix)[0] \
+        .removeprefix("file:").rstrip("/") == str(where)  # registered where it lay
