@@ -24,6 +24,7 @@ from pipelines.storage.store import Store
 from pipelines.storage.tables import TableRef
 from quality.gx_runner import run_suite
 from quality.model import ExpectationOutcome, ValidationReport
+from quality.other_dates import other_date_outcome
 from quality.results import write_validation_results
 from quality.results_read import newest_inserted
 from quality.suites import (
@@ -99,8 +100,10 @@ def validate_table(
 
     The target is read at its latest version *when validation starts*; that version is recorded
     in the report and the results table, so a verdict always names the exact snapshot it judged.
-    Uniqueness is checked across all selected partitions together. A duplicate planted in a
-    partition that is not selected is only found with ``full=True``.
+    Uniqueness is checked across all selected partitions together, and the keys of the selected
+    partitions against every other date (:mod:`quality.other_dates`: a copy that landed on
+    another date than its first row fails the run that wrote either). A duplicate whose two rows
+    are both on dates that are not selected is only found with ``full=True``.
 
     Args:
         spark: the session.
@@ -143,6 +146,9 @@ def validate_table(
         rows, suite, key=config.target.dedup_keys[0], docs_dir=Path(config.quality.docs_dir),
         run_name=run_id, run_time=validated_at)
     results: list[ExpectationOutcome] = list(outcomes)
+    if version is not None and not full:
+        results.append(other_date_outcome(config.target.ref.read(spark, version),
+                                          config.target.dedup_keys, selected))
     if run is not None:
         results.append(run_quarantine_outcome(run, config))
     results.extend(freshness_outcomes(spark, config, validated_at))

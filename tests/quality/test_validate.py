@@ -12,6 +12,7 @@ from pyspark.sql import SparkSession
 from pipelines.config.model import PipelineConfig
 from pipelines.errors import QualityError
 from quality.model import ValidationReport
+from quality.other_dates import OTHER_DATES_EXPECTATION
 from quality.suites import QUARANTINE_EXPECTATION, quarantine_outcome
 from quality.validate import validate_table
 from schemas import get_schema
@@ -19,6 +20,7 @@ from tests.quality.conftest import DAY1, DAY2, TargetWriter, batch, run_of, targ
 from tests.support.configs import make_config
 
 UNIQUE = "expect_column_values_to_be_unique"
+DAY3, DAY4 = DAY2 + timedelta(days=1), DAY2 + timedelta(days=2)
 
 
 def test_clean_table_passes_at_the_recorded_version(
@@ -70,20 +72,28 @@ def test_planted_duplicate_fails_and_summary_names_check_and_key(
     assert report.summary_lines()[0].startswith("quality FAILED")
 
 
-def test_duplicate_across_partitions_found_only_by_full(
+def test_a_duplicate_across_partitions_is_found_from_either_date_and_by_full(
     spark: SparkSession, config: PipelineConfig, write_target: TargetWriter
 ) -> None:
     write_target([("a", DAY1), ("b", DAY1), ("c", DAY2)])
     write_target([("a", DAY2)])  # same key in another partition
+    write_target([("z", DAY3), ("z", DAY4)])  # a pair on two dates nobody selects
 
     both = validate_table(spark, config, dates=[DAY1, DAY2])
     one = validate_table(spark, config, dates=[DAY1])
+    other = validate_table(spark, config, dates=[DAY2])
     full = validate_table(spark, config, full=True)
 
     assert not both.success, "uniqueness must span all selected partitions"
-    assert one.success, "a partition not selected is not read"
+    for report, elsewhere in ((one, DAY2), (other, DAY1)):  # the pair's other date is not read
+        unique = next(r for r in report.results if r.expectation == UNIQUE)
+        across = next(r for r in report.results if r.expectation == OTHER_DATES_EXPECTATION)
+        assert unique.success and not report.success  # only the key column of the rest is read
+        assert (across.unexpected_count, across.sample_keys) == (1, ["a"])
+        assert str(elsewhere) in across.observed_value
     assert not full.success
-    assert next(r for r in full.results if r.expectation == UNIQUE).sample_keys == ["a"]
+    assert set(next(r for r in full.results if r.expectation == UNIQUE).sample_keys) == {"a", "z"}
+    assert OTHER_DATES_EXPECTATION not in {r.expectation for r in full.results}  # no need
 
 
 def test_event_time_too_far_in_future_fails(
