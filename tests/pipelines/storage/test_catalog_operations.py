@@ -260,9 +260,13 @@ def maintained(done: subprocess.CompletedProcess[str], tables: tuple[str, ...]) 
 
 
 def test_maintenance_compacts_the_catalog_tables_there_are(ops: Ops) -> None:
-    actions = maintained(ops.done["maintain"], TABLES[:2] + TABLES[3:])
-    assert f"SKIP {CATALOG}.{SCHEMA}.{TABLES[2]} (does not exist)" in actions, actions
     before, after = ops.files["before"], ops.files["after"]
+    # The killed run writes its metrics rows once a minute: whether their table existed by the
+    # kill depends on the machine's speed (it did at load 20-33, not at load 5).
+    metrics = TABLES[3:] if TABLES[3] in before else ()
+    actions = maintained(ops.done["maintain"], TABLES[:2] + metrics)
+    for absent in (TABLES[2], *(() if metrics else TABLES[3:])):
+        assert f"SKIP {CATALOG}.{SCHEMA}.{absent} (does not exist)" in actions, actions
     assert before["orders"] > ops.partitions and after["orders"] == ops.partitions, \
         (before, after)
     # The full validation after the compaction recorded the first verdicts: that table is new.
