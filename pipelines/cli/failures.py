@@ -16,8 +16,15 @@ from collections.abc import Iterable
 from pipelines.config.secrets import PUBLIC_OPTIONS, config_secrets, redact, secret_values
 from pipelines.errors import ConfigError, DeltasinkError, QualityError, SchemaError
 
-__all__ = ["PUBLIC_OPTIONS", "classify", "config_secrets", "describe_failure", "redact",
+__all__ = ["PUBLIC_OPTIONS", "broken_by_stop", "classify", "config_secrets", "describe_failure", "redact",
            "report_failure", "secret_values"]
+
+
+def broken_by_stop(exc: BaseException, signals: list[int]) -> bool:
+    """Whether ``exc`` is what a stop signal broke (a cancelled batch, a closed call), to be
+    reported as the stop: ``signals`` arrived, and ``exc`` is not a config, schema or quality
+    verdict of its own, which stays what it is."""
+    return bool(signals) and not isinstance(exc, ConfigError | SchemaError | QualityError)
 
 
 def classify(exc: BaseException, debug: bool = False) -> tuple[int, str]:

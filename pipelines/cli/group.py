@@ -14,9 +14,9 @@ import argparse
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from pipelines.cli.failures import classify, config_secrets, report_failure
+from pipelines.cli.failures import broken_by_stop, classify, config_secrets, report_failure
 from pipelines.cli.session import session_for
-from pipelines.errors import ConfigError, QualityError, SchemaError
+from pipelines.errors import ConfigError, SchemaError
 from pipelines.runtime.signals import SIGNALS
 
 if TYPE_CHECKING:
@@ -137,8 +137,7 @@ def cmd_run_group(args: argparse.Namespace, files: list[Path]) -> int:
             if outcome.error is None:
                 codes.append(0)
                 print(_landed(outcome), flush=True)
-            elif SIGNALS and not isinstance(outcome.error, ConfigError | SchemaError
-                                            | QualityError):
+            elif broken_by_stop(outcome.error, SIGNALS):
                 stopped += 1  # what the stop broke (a cancelled batch) is the stop
                 print(_stopped(outcome), flush=True)
             else:

@@ -26,9 +26,8 @@ from pipelines.cli.commands import (
     cmd_status,
     cmd_validate,
 )
-from pipelines.cli.failures import classify, report_failure
+from pipelines.cli.failures import broken_by_stop, classify, report_failure
 from pipelines.cli.group import GROUP_DIR
-from pipelines.errors import ConfigError, QualityError, SchemaError
 from pipelines.runtime.signals import SIGNALS, note_signal
 
 EPILOG = """\
@@ -250,7 +249,7 @@ def _dispatch(args: argparse.Namespace, fail: Callable[[BaseException, int, str]
     try:
         return int(args.func(args))
     except (Exception, KeyboardInterrupt) as exc:
-        if SIGNALS and not isinstance(exc, ConfigError | SchemaError | QualityError):
+        if broken_by_stop(exc, SIGNALS):
             return fail(exc, 128 + SIGNALS[0], _stopped_line(SIGNALS[0], args.command))
         return _one_line(exc, fail, debug)
 
