@@ -16,8 +16,8 @@ from collections.abc import Iterable
 from pipelines.config.secrets import PUBLIC_OPTIONS, config_secrets, redact, secret_values
 from pipelines.errors import ConfigError, DeltasinkError, QualityError, SchemaError
 
-__all__ = ["PUBLIC_OPTIONS", "broken_by_stop", "classify", "config_secrets", "describe_failure", "redact",
-           "report_failure", "secret_values"]
+__all__ = ["PUBLIC_OPTIONS", "broken_by_stop", "classify", "config_secrets", "describe_failure",
+           "redact", "report_failure", "secret_values"]
 
 
 def broken_by_stop(exc: BaseException, signals: list[int]) -> bool:
