@@ -5,7 +5,7 @@ PY     := $(VENV)/bin/python
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.install.stamp
 
-.PHONY: install demo test lint typecheck chaos bench bench-memory soak docs docs-serve clean
+.PHONY: install demo test extended lint typecheck chaos bench bench-memory soak docs docs-serve clean
 
 install: $(STAMP)
 
@@ -29,7 +29,11 @@ typecheck: install
 
 test: lint typecheck
 	bash .ci/ensure-chromium.sh
-	$(BIN)/pytest -m "not chaos and not cluster" -q -n 2 --max-worker-restart=0 --durations=25
+	$(BIN)/pytest -m "not chaos and not extended and not cluster" -q -n 2 --max-worker-restart=0 --durations=25
+
+# The slower variants of make test's proofs (marker `extended`), on the same two workers.
+extended: install
+	$(BIN)/pytest -m "extended and not chaos and not cluster" -q -n 2 --max-worker-restart=0 --durations=25
 
 # The docs site (mkdocs-material): --strict fails on a broken link or a missing page. Its
 # reference pages are rendered from the code (docs/hooks.py); tests/docs (in `make test`) builds

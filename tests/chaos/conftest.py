@@ -1,6 +1,6 @@
 """Chaos fixtures: the two profiles, a printed seed per test, and the end-of-run verdict table.
 
-Every scenario is parametrized by profile: ``short`` (marker ``slow``, part of ``make test``)
+Every scenario is parametrized by profile: ``short`` (marker ``extended``, ``make extended``)
 and ``long`` (marker ``chaos``, ``make chaos``). ``DELTASINK_CHAOS_SEED`` fixes the seed.
 """
 
@@ -42,7 +42,7 @@ LONG = Profile("long", events=50_000, kills=30,
                batch=5_000, poison_run=100_000, small=5_000, rounds=5, outage=(5.0, 20.0))
 
 #: Parametrize a scenario with both profiles.
-PROFILES = [pytest.param(SHORT, marks=pytest.mark.slow, id="short"),
+PROFILES = [pytest.param(SHORT, marks=[pytest.mark.slow, pytest.mark.extended], id="short"),
             pytest.param(LONG, marks=pytest.mark.chaos, id="long")]
 
 #: (scenario, profile, verdict or None, note) rows, printed by the terminal summary.

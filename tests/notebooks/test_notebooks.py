@@ -375,6 +375,7 @@ def test_every_notebook_declares_the_widgets_its_entry_point_reads() -> None:
         assert tuple(declared_widgets(NOTEBOOKS / name)) == spec, name
 
 
+@pytest.mark.extended
 @pytest.mark.slow
 def test_ingest_and_validate_notebooks_run_with_a_spark_connect_session(
         spark: SparkSession, broker: EmbeddedBroker, connect_server: ConnectServer,

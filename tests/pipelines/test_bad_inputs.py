@@ -143,6 +143,7 @@ def listing(*folders: Path) -> list[list[str]]:
     return [sorted(p.name for p in folder.iterdir()) for folder in folders]
 
 
+@pytest.mark.extended
 def test_bad_locations_and_damaged_state_each_stop_in_one_line_and_a_later_run_lands_once(
         spark: SparkSession, broker: EmbeddedBroker, lake: Path,
         capsys: pytest.CaptureFixture[str]) -> None:

@@ -53,6 +53,7 @@ def both(first: ProduceSummary, second: ProduceSummary) -> ProduceSummary:
                           first.duplicates + second.duplicates, poison)
 
 
+@pytest.mark.extended
 @pytest.mark.slow
 def test_unwritable_metrics_table_warns_once_and_the_next_start_backfills(
         spark: SparkSession, broker: EmbeddedBroker, lake: Path) -> None:

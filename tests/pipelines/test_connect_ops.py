@@ -42,6 +42,7 @@ def _ok(done: subprocess.CompletedProcess[str]) -> str:
     return done.stdout
 
 
+@pytest.mark.extended
 def test_rollback_rewind_replay_and_a_second_writer_over_spark_connect(
         connect_server: ConnectServer, broker: EmbeddedBroker, lake: Path,
         request: pytest.FixtureRequest) -> None:

@@ -79,6 +79,7 @@ def test_a_run_through_spark_connect_lands_every_event_once_across_a_kill(
     assert "event_id" in caught.stdout + caught.stderr
 
 
+@pytest.mark.extended
 def test_a_client_killed_with_sigkill_mid_run_loses_and_duplicates_nothing(
         connect_server: ConnectServer, broker: EmbeddedBroker, lake: Path,
         request: pytest.FixtureRequest) -> None:

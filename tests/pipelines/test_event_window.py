@@ -79,6 +79,7 @@ def test_spans_and_dates_at_the_ends_of_time_stop_there_instead_of_overflowing()
     assert dates_of([(low, high)]) == []  # before year 1000: no event_date can hold it
 
 
+@pytest.mark.extended
 @pytest.mark.parametrize("partition_by", [["event_date"], []])
 def test_a_copy_is_caught_within_the_window_on_any_date_and_lands_again_beyond_it(
         spark: SparkSession, lake: Path, partition_by: list[str]) -> None:

@@ -76,6 +76,7 @@ class FillOnCommit(threading.Thread):
                 return
 
 
+@pytest.mark.extended
 def test_a_disk_that_fills_during_a_run_stops_in_one_line_and_the_next_run_lands_once(
         spark: SparkSession, broker: EmbeddedBroker, tmp_path: Path,
         capsys: pytest.CaptureFixture[str]) -> None:

@@ -165,6 +165,7 @@ def test_run_all_lands_each_pipeline_once_and_a_failing_one_stops_no_other(
     assert len(landed) == len(set(landed)) == 100 and set(landed) == lines
 
 
+@pytest.mark.extended
 def test_the_bundles_group_through_spark_connect_lands_each_pipeline_once(
         spark: SparkSession, broker: EmbeddedBroker, tmp_path: Path,
         connect_server: ConnectServer) -> None:

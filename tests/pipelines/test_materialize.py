@@ -104,6 +104,7 @@ def test_valid_events_parse_each_record_once(spark: SparkSession) -> None:
     assert events.count() == 10
 
 
+@pytest.mark.extended
 def test_a_session_that_refuses_local_checkpoints_stages_the_batch_and_lands_it_once(
         spark: SparkSession, broker: EmbeddedBroker, lake: Path,
         monkeypatch: pytest.MonkeyPatch) -> None:

@@ -24,6 +24,7 @@ def test_expand_dates_widens_each_date_and_merges_overlaps() -> None:
                                                          dt.date(9999, 12, 31)]
 
 
+@pytest.mark.extended
 def test_other_date_copies_are_not_counted_by_default_and_say_so_with_a_null(
         spark: SparkSession, lake: Path) -> None:
     cfg = make_config(lake, "127.0.0.1:1", "orders", target={"dedup_window": "2d"})
@@ -38,7 +39,7 @@ def test_other_date_copies_are_not_counted_by_default_and_say_so_with_a_null(
     assert "other_date" not in seen[1].stage_seconds  # no join was run for it
 
 
-@pytest.mark.parametrize("window", [0, 2])
+@pytest.mark.parametrize("window", [0, pytest.param(2, marks=pytest.mark.extended)])
 def test_a_copy_with_a_shifted_event_time_is_caught_within_the_window_only(
         spark: SparkSession, lake: Path, window: int) -> None:
     cfg = make_config(lake, "127.0.0.1:1", "orders", target={"dedup_window": f"{window}d"},
@@ -65,6 +66,7 @@ def test_a_copy_with_a_shifted_event_time_is_caught_within_the_window_only(
                                 + b.inserted)
 
 
+@pytest.mark.extended
 def test_the_window_reads_only_the_widened_dates(spark: SparkSession, lake: Path) -> None:
     cfg = make_config(lake, "127.0.0.1:1", "orders", target={"dedup_window": "2d"})
     seen: list[BatchMetrics] = []

@@ -43,6 +43,7 @@ def recreate(bootstrap: str, topic: str) -> None:
             time.sleep(0.5)
 
 
+@pytest.mark.extended
 @pytest.mark.slow
 def test_a_new_poison_pill_at_an_old_offset_of_a_recreated_topic_is_quarantined(
         spark: SparkSession, broker: EmbeddedBroker, lake: Path) -> None:

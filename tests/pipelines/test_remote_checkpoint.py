@@ -43,6 +43,7 @@ def roll_back(fs: HadoopFS, location: str, batches: int) -> None:
             fs.delete(f"{location}/{sub}/.{batch}.crc")
 
 
+@pytest.mark.extended
 @pytest.mark.slow
 def test_rollback_loss_and_second_writer_are_caught_on_a_hadoop_only_checkpoint(
         spark: SparkSession, broker: EmbeddedBroker, lake: Path) -> None:

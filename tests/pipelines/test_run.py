@@ -105,6 +105,7 @@ def test_a_replayed_batch_is_a_no_op(spark: SparkSession, broker: EmbeddedBroker
     assert cfg.quality.metrics_ref.read(spark).count() == batches + 1
 
 
+@pytest.mark.extended
 def test_checkpoint_deletion_loses_and_duplicates_nothing(
         spark: SparkSession, broker: EmbeddedBroker, lake: Path) -> None:
     topic = new_topic()
@@ -126,6 +127,7 @@ def test_checkpoint_deletion_loses_and_duplicates_nothing(
     assert verdict.clean, verdict
 
 
+@pytest.mark.extended
 def test_aborted_transactions_are_not_ingested(spark: SparkSession, broker: EmbeddedBroker,
                                                lake: Path) -> None:
     import random
@@ -161,6 +163,7 @@ def test_aborted_transactions_are_not_ingested(spark: SparkSession, broker: Embe
     assert verdict.clean, verdict
 
 
+@pytest.mark.extended
 def test_partitions_added_while_running_are_ingested(
         spark: SparkSession, broker: EmbeddedBroker, lake: Path) -> None:
     topic = new_topic()
@@ -212,6 +215,7 @@ def wait_for_rows(spark: SparkSession, cfg: PipelineConfig, n: int, timeout: flo
     pytest.fail(f"the target did not reach {n} rows in {timeout}s")
 
 
+@pytest.mark.extended
 def test_two_concurrent_writers_neither_lose_nor_duplicate(
         spark: SparkSession, broker: EmbeddedBroker, lake: Path) -> None:
     topic_a, topic_b = new_topic(), new_topic()
@@ -245,6 +249,7 @@ def test_two_concurrent_writers_neither_lose_nor_duplicate(
     assert verdict.clean, verdict
 
 
+@pytest.mark.extended
 def test_a_planted_duplicate_fails_the_next_run(spark: SparkSession, broker: EmbeddedBroker,
                                                 lake: Path) -> None:
     from pipelines.errors import QualityError

@@ -123,6 +123,7 @@ def test_shuffled_batches_replays_and_late_versions_converge_to_the_model(
                + m.updated for m in first)
 
 
+@pytest.mark.extended
 def test_a_delete_then_an_older_version_arriving_late_does_not_resurrect_the_key(
         spark: SparkSession, lake: Path) -> None:
     cfg = upsert_config(lake)
@@ -138,6 +139,7 @@ def test_a_delete_then_an_older_version_arriving_late_does_not_resurrect_the_key
     assert table_state(spark, cfg)["a"] == [(6, False)]
 
 
+@pytest.mark.extended
 def test_a_version_moving_to_another_event_date_replaces_the_row_there(
         spark: SparkSession, lake: Path) -> None:
     cfg = upsert_config(lake)

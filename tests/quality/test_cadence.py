@@ -65,6 +65,7 @@ def quarantine_verdicts(spark: SparkSession, cfg: PipelineConfig) -> dict[str, b
             if r["expectation"] == QUARANTINE_EXPECTATION}
 
 
+@pytest.mark.extended
 def test_cadence_validations_cover_exactly_the_new_batches_and_a_failure_continues(
         spark: SparkSession, broker: EmbeddedBroker, lake: Path) -> None:
     topic = f"cadence-{uuid.uuid4().hex[:8]}"
@@ -141,6 +142,7 @@ def test_cadence_validations_cover_exactly_the_new_batches_and_a_failure_continu
     assert verdict.clean, verdict
 
 
+@pytest.mark.extended
 def test_a_failed_cadence_validation_with_on_failure_stop_ends_the_stream_with_exit_3(
         spark: SparkSession, broker: EmbeddedBroker, lake: Path,
         capsys: pytest.CaptureFixture[str]) -> None:

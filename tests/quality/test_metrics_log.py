@@ -68,6 +68,7 @@ def test_only_commits_that_cannot_remove_rows_are_passed_over(
     assert keeps_rows(commit(operation, params=params, metrics=metrics)) is keeps
 
 
+@pytest.mark.extended
 @pytest.mark.slow
 def test_recorded_batches_are_known_from_a_few_file_reads_and_a_deleted_row_is_backfilled(
         spark: SparkSession, broker: EmbeddedBroker, lake: Path) -> None:
@@ -101,6 +102,7 @@ def test_recorded_batches_are_known_from_a_few_file_reads_and_a_deleted_row_is_b
     assert sorted(keys) == sorted((b.query_id, b.batch_id) for b in result.batches)
 
 
+@pytest.mark.extended
 @pytest.mark.slow
 def test_a_row_written_without_a_mark_is_not_taken_as_recorded(
         spark: SparkSession, broker: EmbeddedBroker, lake: Path) -> None:

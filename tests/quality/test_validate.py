@@ -96,6 +96,7 @@ def test_a_duplicate_across_partitions_is_found_from_either_date_and_by_full(
     assert OTHER_DATES_EXPECTATION not in {r.expectation for r in full.results}  # no need
 
 
+@pytest.mark.extended
 def test_event_time_too_far_in_future_fails(
     spark: SparkSession, config: PipelineConfig
 ) -> None:

@@ -55,19 +55,36 @@ def _stop(lake: Path, broker: EmbeddedBroker, *extra: str) -> Case:
     return Case(make_config(lake, broker.bootstrap_servers, topic), sent, stopped)
 
 
+class Cases:
+    """The stopped runs, each started cold on first use and shared by the tests after it."""
+
+    def __init__(self, root: Path, broker: EmbeddedBroker) -> None:
+        self.root, self.broker, self.made = root, broker, dict[str, Case]()
+
+    def __getitem__(self, trigger: str) -> Case:
+        if trigger not in self.made:
+            extra = () if trigger == "available-now" else ("--trigger", "continuous",
+                                                          "--interval", "1s")
+            self.made[trigger] = _stop(self.root / trigger, self.broker, *extra)
+        return self.made[trigger]
+
+
 @pytest.fixture(scope="module")
-def cases(tmp_path_factory: pytest.TempPathFactory, broker: EmbeddedBroker
-          ) -> dict[str, Case]:
-    """An available-now run and a continuous run, each stopped by ``kill -TERM -<pgid>``."""
-    root = tmp_path_factory.mktemp("stops")
-    return {"available-now": _stop(root / "now", broker),
-            "continuous": _stop(root / "continuous", broker, "--trigger", "continuous",
-                                "--interval", "1s")}
+def cases(tmp_path_factory: pytest.TempPathFactory, broker: EmbeddedBroker) -> Cases:
+    """An available-now run and a continuous run, each stopped by ``kill -TERM -<pgid>``.
+
+    ``make test`` stops the available-now run; the continuous one is ``extended``.
+    """
+    return Cases(tmp_path_factory.mktemp("stops"), broker)
 
 
-@pytest.mark.parametrize(("trigger", "code"), [("available-now", 143), ("continuous", 0)])
+CONTINUOUS = pytest.mark.extended
+
+
+@pytest.mark.parametrize(("trigger", "code"), [
+    ("available-now", 143), pytest.param("continuous", 0, marks=CONTINUOUS)])
 def test_a_group_sigterm_ends_the_run_in_one_line_with_the_documented_code(
-        cases: dict[str, Case], trigger: str, code: int) -> None:
+        cases: Cases, trigger: str, code: int) -> None:
     stopped = cases[trigger].stopped
     assert "java" in stopped.children, stopped.children  # the group held a driver JVM
     assert stopped.done.returncode == code, stopped.tail()
@@ -78,9 +95,10 @@ def test_a_group_sigterm_ends_the_run_in_one_line_with_the_documented_code(
     assert not stopped.left, f"left running 60 s after it exited: {stopped.left}"
 
 
-@pytest.mark.parametrize("trigger", ["available-now", "continuous"])
+@pytest.mark.parametrize("trigger", [
+    "available-now", pytest.param("continuous", marks=CONTINUOUS)])
 def test_after_a_group_sigterm_the_next_run_lands_every_event_once(
-        cases: dict[str, Case], spark: SparkSession, trigger: str) -> None:
+        cases: Cases, spark: SparkSession, trigger: str) -> None:
     case = cases[trigger]
     run_pipeline(spark, case.config, validate=False, progress=lambda _line: None)
     verdict = check(spark, case.config, case.sent.event_ids, sum(case.sent.poison.values()))

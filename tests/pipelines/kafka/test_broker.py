@@ -18,6 +18,7 @@ def test_cluster_ids_never_look_like_options() -> None:
     assert all(len(i) == 22 for i in ids)
 
 
+@pytest.mark.extended
 @pytest.mark.slow  # starts a broker of its own, twice
 def test_stop_and_start_on_the_same_folder_keeps_every_record(tmp_path: Path) -> None:
     node = EmbeddedBroker.at(tmp_path / "broker", port=free_port_pair()).start()

@@ -88,6 +88,7 @@ def _land(spark: SparkSession, broker: EmbeddedBroker, lake: Path, topic: str, l
     return config, said, sent
 
 
+@pytest.mark.extended
 def test_oidc_client_credentials_land_exactly_once_with_every_own_check(
         spark: SparkSession, sasl_broker: EmbeddedBroker, lake: Path,
         oidc: TokenEndpoint) -> None:
@@ -115,7 +116,9 @@ def test_a_wrong_oidc_secret_is_one_line_and_exit_1(
     assert _CLIENT in oidc.refused and not (lake / "orders").exists()
 
 
-@pytest.mark.parametrize("store", ["JKS", "PKCS12", "PEM"])
+#: PEM in `make test`; the two key-store formats go the same way after loading (make extended).
+@pytest.mark.parametrize("store", [pytest.param("JKS", marks=pytest.mark.extended),
+                                   pytest.param("PKCS12", marks=pytest.mark.extended), "PEM"])
 def test_mtls_key_stores_land_exactly_once_with_every_own_check(
         spark: SparkSession, sasl_broker: EmbeddedBroker, lake: Path, store: str) -> None:
     options = _mtls_options(sasl_broker, store, lake)
@@ -135,6 +138,7 @@ def _java_only_options() -> dict[str, str]:
                                 'unsecuredLoginStringClaim_sub="alice";'}
 
 
+@pytest.mark.extended
 def test_a_java_only_login_lands_exactly_once_and_names_its_reduced_checks(
         spark: SparkSession, sasl_broker: EmbeddedBroker, lake: Path,
         capsys: pytest.CaptureFixture[str]) -> None:
@@ -206,6 +210,7 @@ def test_a_build_without_gssapi_leaves_the_stream_as_the_only_client(lake: Path)
         admin.topic_partitions(None, config.source, timeout=1.0)
 
 
+@pytest.mark.extended
 def test_over_spark_connect_a_java_only_login_lands_exactly_once_with_reduced_checks(
         spark: SparkSession, sasl_broker: EmbeddedBroker, connect_server: ConnectServer,
         lake: Path) -> None:

@@ -60,6 +60,7 @@ def test_the_harvest_flushes_the_rows_with_their_lags_and_without_them_if_progre
     assert said == ["warning: could not read the lag from the query's progress (progress gone)"]
 
 
+@pytest.mark.extended
 def test_a_stopped_pipeline_with_a_backlog_fails_lag_and_staleness_with_exit_3(
         spark: SparkSession, broker: EmbeddedBroker, lake: Path,
         capsys: pytest.CaptureFixture[str]) -> None:

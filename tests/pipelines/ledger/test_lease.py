@@ -42,6 +42,7 @@ def plant(spark: SparkSession, location: str, host: str, pid: int, age: float) -
     return other
 
 
+@pytest.mark.extended
 def test_a_live_lease_of_another_machine_is_refused_and_an_expired_one_taken(
         spark: SparkSession, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     location = f"file://{tmp_path / 'ckpt'}"
@@ -318,6 +319,7 @@ def test_a_released_lease_is_taken_with_one_update(spark: SparkSession, tmp_path
     assert held is not None and held.token == lease.token
 
 
+@pytest.mark.extended
 def test_tidying_the_lease_table_deletes_the_files_renewals_replaced_and_keeps_the_lease(
         spark: SparkSession, tmp_path: Path) -> None:
     """Issue 46: every renewal writes the row's file anew, so a run of weeks would leave one

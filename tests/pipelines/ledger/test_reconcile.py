@@ -43,6 +43,7 @@ def test_differences_and_ahead_name_each_partition() -> None:
     assert ahead_of_table({"t": {0: 4}}, {"t": {0: 5}}) == []  # table ahead: a replay follows
 
 
+@pytest.mark.extended
 @pytest.mark.parametrize("rolled_back", [pytest.param(1, marks=pytest.mark.chaos), 3])
 def test_checkpoint_rolled_back_while_records_arrive_loses_nothing(
         spark: SparkSession, broker: EmbeddedBroker, lake: Path, rolled_back: int) -> None:
@@ -81,6 +82,7 @@ def test_checkpoint_rolled_back_while_records_arrive_loses_nothing(
 # taken for a roll-back: tests/pipelines/test_run.py, test_a_replayed_batch_is_a_no_op.
 
 
+@pytest.mark.extended
 def test_checkpoint_copied_from_another_pipeline_loses_nothing(
         spark: SparkSession, broker: EmbeddedBroker, lake: Path) -> None:
     topic = new_topic()
@@ -123,6 +125,7 @@ def test_restore_under_the_pipeline_is_reingested_exactly_once(
     assert checkpoint.has_state(spark, cfg.checkpoint)
 
 
+@pytest.mark.extended
 def test_restore_while_the_run_is_writing_stops_the_batch_and_reingests_exactly_once(
         spark: SparkSession, broker: EmbeddedBroker, lake: Path,
         monkeypatch: pytest.MonkeyPatch) -> None:

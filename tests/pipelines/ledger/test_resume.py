@@ -46,6 +46,7 @@ def test_recreated_compares_topic_ids_and_names_another_cluster() -> None:
     assert recreated(SourceIdentity(), SourceIdentity("c1", {"a": "id-a"})) == {}  # old commits
 
 
+@pytest.mark.extended
 @pytest.mark.slow
 @pytest.mark.parametrize("keep_checkpoint", [True, False])
 def test_a_recreated_topic_is_read_from_its_start_and_lands_exactly_once(

@@ -15,7 +15,8 @@ from tests.support.configs import make_config
 from tests.support.merge_batches import kafka_batch, sink_for
 
 
-@pytest.mark.parametrize(("window", "order"), [("1h", ["event_time"]), ("1d", [])])
+@pytest.mark.parametrize(("window", "order"), [("1h", ["event_time"]),
+                                             pytest.param("1d", [], marks=pytest.mark.extended)])
 def test_optimize_orders_the_target_by_event_time_only_for_an_event_time_window(
         spark: SparkSession, lake: Path, window: str, order: list[str]) -> None:
     cfg = make_config(lake, "127.0.0.1:1", "orders", target={"dedup_window": window})

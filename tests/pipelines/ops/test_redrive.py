@@ -65,6 +65,7 @@ def test_formats_must_parse_a_zone() -> None:
         FieldSpec("s", "string", formats=("yyyyXXX",))
 
 
+@pytest.mark.extended
 @pytest.mark.slow
 def test_redrive_after_a_schema_fix_lands_each_record_once_across_sigkills(
         spark: SparkSession, broker: EmbeddedBroker, lake: Path) -> None:

@@ -29,6 +29,7 @@ def _version(spark: SparkSession, config: PipelineConfig) -> int:
     return int(config.target.ref.history(spark, 1).first()["version"])  # type: ignore[index]
 
 
+@pytest.mark.extended
 @pytest.mark.slow
 def test_rewind_then_run_reingests_exactly_once(spark: SparkSession, broker: EmbeddedBroker,
                                                 lake: Path,

@@ -96,6 +96,7 @@ def _cli_env() -> dict[str, str]:
     return {**os.environ, "PYSPARK_PYTHON": sys.executable}
 
 
+@pytest.mark.extended
 def test_local_cluster_run_lands_every_event_exactly_once(
         spark: SparkSession, broker: EmbeddedBroker, lake: Path) -> None:
     """The whole CLI run on two executor JVMs: every event once, the poison pills quarantined."""
