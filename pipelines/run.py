@@ -37,6 +37,7 @@ from pipelines.runtime.spark import on_databricks, side_session
 from pipelines.sink.avro import writer_schemas
 from pipelines.sink.batch import BatchSink
 from pipelines.sink.metrics import BatchMetrics, RunResult
+from pipelines.sink.run_log import RunLog
 from pipelines.sink.tables import ensure_sink_tables
 from pipelines.storage import exclusive
 
@@ -108,7 +109,7 @@ def run_pipeline(spark: SparkSession, config: PipelineConfig, *, trigger: str = 
         with clock.phase("tables"):
             faults.arm_registration_kill(spark)  # test-only: a kill inside a table's CREATE
             ensure_sink_tables(spark, config, schema)
-        batches: list[BatchMetrics] = []
+        batches = RunLog()
         recorder = None
         harvest: Harvest | None = None
         if config.quality.enabled:  # per batch, so crashed and unvalidated runs count too
@@ -126,7 +127,7 @@ def run_pipeline(spark: SparkSession, config: PipelineConfig, *, trigger: str = 
             cadence = CadenceValidator(spark, config, run_id, say)  # quality.validate_every
 
         def on_batch(metrics: BatchMetrics) -> None:
-            batches.append(metrics)
+            batches.add(metrics)
             if metrics.rerun:  # the batch's own retry line, carried by its commit
                 say(metrics.rerun)
             say(metrics.progress_line())
@@ -149,7 +150,7 @@ def run_pipeline(spark: SparkSession, config: PipelineConfig, *, trigger: str = 
             _stream(spark, config, run_id, trigger, interval, partitions, feed, say,
                     resume, lease, harvest, own_client=source.gap is None, stopping=stopping)
         claim.release_soon()  # nothing left to write under it: released while validating
-        result = RunResult(config.name, run_id, tuple(batches))
+        result = batches.result(config.name, run_id)
         say(f"run {run_id} done: {len(batches)} batches, in={result.records_in} "
             f"inserted={result.inserted} quarantined={result.quarantined}")
         with clock.phase("validate"):

@@ -93,7 +93,7 @@ def session_config(configs: list[PipelineConfig]) -> PipelineConfig:
 
 def _landed(outcome: Outcome) -> str:
     result = outcome.result
-    what = (f"{len(result.batches)} batches, in={result.records_in} "
+    what = (f"{result.batch_count} batches, in={result.records_in} "
             f"inserted={result.inserted} quarantined={result.quarantined}") if result else ""
     verdict = "validation passed" if outcome.validated else "not validated"
     return f"{outcome.name}: ok in {outcome.seconds:.0f}s: {what}; {verdict}"
@@ -101,7 +101,7 @@ def _landed(outcome: Outcome) -> str:
 
 def _stopped(outcome: Outcome) -> str:
     result = outcome.result
-    what = (f": {len(result.batches)} batches, in={result.records_in} "
+    what = (f": {result.batch_count} batches, in={result.records_in} "
             f"inserted={result.inserted} quarantined={result.quarantined}") if result else ""
     return (f"{outcome.name}: stopped after {outcome.seconds:.0f}s{what}; the next run "
             "continues where it stopped")

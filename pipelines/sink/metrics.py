@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from dataclasses import asdict, dataclass, field, fields
+from dataclasses import asdict, dataclass, field, fields, replace
 from datetime import date, datetime
 from typing import Any
 
@@ -149,29 +149,63 @@ def commit_counts(*, query_id: str, records_in: int, quarantined: int,
 
 
 @dataclass(frozen=True)
+class Folded:
+    """The totals of the batches a long run no longer holds one by one
+    (``pipelines/sink/run_log.py``). A replayed batch counts as a batch, not in the counts."""
+
+    batches: int = 0
+    records_in: int = 0
+    quarantined: int = 0
+    inserted: int = 0
+    event_dates: frozenset[date] = frozenset()
+
+    def plus(self, batch: BatchMetrics) -> Folded:
+        """These totals with ``batch`` folded in."""
+        dates = self.event_dates | frozenset(batch.event_dates)
+        if batch.replayed:
+            return replace(self, batches=self.batches + 1, event_dates=dates)
+        return Folded(self.batches + 1, self.records_in + batch.records_in,
+                      self.quarantined + batch.quarantined, self.inserted + batch.inserted,
+                      dates)
+
+
+@dataclass(frozen=True)
 class RunResult:
-    """What one ``deltasink run`` did: its batches, and the partitions it touched."""
+    """What one ``deltasink run`` did: its batches, and the partitions it touched.
+
+    ``batches`` are the run's batches in commit order, or, for a run longer than
+    ``run_log.KEPT_BATCHES`` batches, the newest of them, with the older ones' totals in
+    ``folded``. The counts and ``event_dates`` cover the whole run either way.
+    """
 
     pipeline: str
     run_id: str
     batches: tuple[BatchMetrics, ...]
+    folded: Folded = Folded()
+
+    @property
+    def batch_count(self) -> int:
+        """Batches this run committed or skipped as replays, the folded ones included."""
+        return self.folded.batches + len(self.batches)
 
     @property
     def records_in(self) -> int:
         """Records read in this run (replays excluded)."""
-        return sum(b.records_in for b in self.batches if not b.replayed)
+        return self.folded.records_in + sum(b.records_in for b in self.batches if not b.replayed)
 
     @property
     def quarantined(self) -> int:
         """Records quarantined in this run (replays excluded)."""
-        return sum(b.quarantined for b in self.batches if not b.replayed)
+        return self.folded.quarantined + sum(
+            b.quarantined for b in self.batches if not b.replayed)
 
     @property
     def inserted(self) -> int:
         """Rows inserted into the target in this run."""
-        return sum(b.inserted for b in self.batches if not b.replayed)
+        return self.folded.inserted + sum(b.inserted for b in self.batches if not b.replayed)
 
     @property
     def event_dates(self) -> tuple[date, ...]:
         """The target partitions (event dates) this run wrote to, sorted."""
-        return tuple(sorted({d for b in self.batches for d in b.event_dates}))
+        return tuple(sorted(self.folded.event_dates.union(
+            d for b in self.batches for d in b.event_dates)))
