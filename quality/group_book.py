@@ -16,7 +16,7 @@ What stays each pipeline's own:
 
 * a pipeline with ``quality.max_staleness`` writes its own rows before it validates, because
   its staleness check reads them (``pipelines/run.py``);
-* the rows a stream writes once a minute while it runs (``quality/recorder.py``).
+* the rows a stream writes while it runs, every ``quality.metrics_every`` (``quality/recorder.py``).
 
 A group that dies before its write leaves the metrics rows to each pipeline's next start, which
 rebuilds them from the target's history (``quality/backfill.py``), as a single run killed

@@ -2,11 +2,15 @@
 
 A batch's run-metrics row is buffered when the batch commits and written by :meth:`flush`,
 which the run calls from the driver thread that waits for the query: once a minute, and when the
-query ends (``pipelines/run.py``). Each flush is one idempotent append for all the rows since
-the last one, with each row's Kafka lag already in it (the lag of batch N is only known from the
-query's progress, after its ``foreachBatch`` returned). Writing from inside ``foreachBatch``
-cost every batch a Delta commit of its own (an append, 1-2 s on the dev VM), and the lag a
-second, updating MERGE per run (2-4 s).
+query ends (``pipelines/run.py``). A flush writes only when ``quality.metrics_every`` (5 minutes
+by default) has passed since the last write, or when the query has ended; between writes it
+keeps the lags it was given in the buffered rows, because the progress that holds them rolls
+over (Spark keeps the newest 100). So a continuous run adds about 288 commits a day to the
+run-metrics table at the default, not 1,440. Each write is one idempotent append for all the
+rows since the last one, with each row's Kafka lag already in it (the lag of batch N is only
+known from the query's progress, after its ``foreachBatch`` returned). Writing from inside
+``foreachBatch`` cost every batch a Delta commit of its own (an append, 1-2 s on the dev VM),
+and the lag a second, updating MERGE per run (2-4 s).
 
 A failed write prints one warning line and the run carries on: the rows are retried at the next
 flush, with the keyed MERGE (a failed append may still have committed). A process that dies
@@ -17,6 +21,7 @@ target commits' metadata (``quality/backfill.py``), as it always did for crashes
 from __future__ import annotations
 
 import threading
+import time
 from collections.abc import Callable
 from dataclasses import replace
 
@@ -51,7 +56,8 @@ def ready(rows: list[BatchMetrics], lags: Lags) -> int:
     is not known yet. Only a tail is held back, so a later flush never writes a batch id below
     one an earlier flush wrote for the same query (the append's txn version grows)."""
     held = len(rows)
-    while held and (rows[held - 1].query_id, rows[held - 1].batch_id) not in lags:
+    while held and rows[held - 1].lag_records is None and \
+            (rows[held - 1].query_id, rows[held - 1].batch_id) not in lags:
         held -= 1
     return held
 
@@ -60,13 +66,16 @@ class MetricsRecorder:
     """Buffers each batch's metrics row and writes them; a failure is a warning, never an error."""
 
     def __init__(self, spark: SparkSession, config: PipelineConfig, say: Say,
-                 final_to: Callable[[list[BatchMetrics]], None] | None = None) -> None:
+                 final_to: Callable[[list[BatchMetrics]], None] | None = None,
+                 clock: Callable[[], float] = time.monotonic) -> None:
         """Record into ``config.quality.metrics_ref`` with ``spark``; warnings go to ``say``.
 
         ``final_to`` takes the rows of the final flush instead of a write here: a group run
-        writes every pipeline's in one commit (``quality/group_book.py``).
+        writes every pipeline's in one commit (``quality/group_book.py``). ``clock`` times
+        ``quality.metrics_every`` (seconds; monotonic).
         """
         self.spark, self.config, self.say, self.final_to = spark, config, say, final_to
+        self.clock, self.written_at = clock, clock()
         self.buffer: list[BatchMetrics] = []  # committed, not written yet (commit order)
         self.pending: list[BatchMetrics] = []  # rows whose write failed, retried by MERGE
         self.failing = False
@@ -92,6 +101,10 @@ class MetricsRecorder:
         """
         with self.lock:
             rows = with_lags(self.buffer, lags)
+            if not final and self.clock() - self.written_at < self.config.quality.metrics_every:
+                self.buffer = rows  # keep the lags known now: their progress rolls over
+                return not self.failing
+            self.written_at = self.clock()
             count = len(rows) if final else ready(rows, lags)
             due, self.buffer = rows[:count], rows[count:]
         retry = with_lags(self.pending, lags)

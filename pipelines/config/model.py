@@ -242,6 +242,11 @@ class QualityConfig(BaseModel):
     validate_every: Cadence = Field(default_factory=default_cadence)
     """``--trigger continuous`` only: validate what was written since the last validation, this
     often (``15m``, the default; or ``20 batches``). See ``quality/cadence.py``."""
+    metrics_every: float = Field(300.0, ge=0)
+    """How often a running stream writes its batches' run-metrics rows (a duration; ``5m``, the
+    default). Each write is one commit to the run-metrics table: about 288 a day, where every
+    minute made 1,440. The rows arrive that much later on the dashboard; a run that ends writes
+    the rest at once. ``0``: at every lag reading, once a minute."""
     on_failure: Literal["continue", "stop"] = "continue"
     """What a failed cadence validation does to a continuous stream (it is always recorded)."""
     count_other_date_copies: bool = False
@@ -249,7 +254,7 @@ class QualityConfig(BaseModel):
     (``duplicates_other_date``). It costs a join of the batch with the target in every batch
     whose MERGE dropped rows, so it is off by default, and the column is then null."""
 
-    _seconds = field_validator("max_future_skew", mode="before")(parse_duration)
+    _seconds = field_validator("max_future_skew", "metrics_every", mode="before")(parse_duration)
 
     @model_validator(mode="after")
     def _locations(self) -> QualityConfig:

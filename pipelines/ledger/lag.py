@@ -6,8 +6,8 @@ reports its latest offsets there, so this needs no Kafka call of ours). The prog
 is built only after its ``foreachBatch`` returned, so the lag cannot be known inside the batch.
 So the batch's metrics row waits: :func:`harvester` reads the query's recent progress
 from the driver thread that waits for the query (once a minute, and once when the query ends)
-and hands the lags to ``MetricsRecorder.flush``, which writes the waiting rows with their lag in
-one append: nothing is added to the batch itself, and a failure only warns. Why not a
+and hands the lags to ``MetricsRecorder.flush``, which keeps them with the waiting rows and
+writes those, every ``quality.metrics_every``, in one append: nothing is added to the batch itself, and a failure only warns. Why not a
 ``StreamingQueryListener``: its callbacks run on Spark's listener bus, asynchronously, and may
 still be pending when an available-now query returns; its recent progress is already complete.
 A row whose lag is never known (its progress was missing when the query ended, or the row was

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 
 from pyspark.sql import SparkSession
@@ -22,10 +23,26 @@ def test_only_the_newest_rows_without_a_known_lag_wait_and_known_lags_fill_empty
     assert [b.lag_records for b in filled] == [None, 4, 1, None]  # a known lag is kept
 
 
+def always_due() -> Callable[[], float]:
+    """A clock on which ``quality.metrics_every`` has passed at every flush."""
+    return iter(range(0, 10**9, 10**6)).__next__
+
+
+class Clock:
+    """A monotonic clock the test moves by hand."""
+
+    def __init__(self) -> None:
+        self.now = 1000.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
 def test_rows_are_written_at_a_flush_with_their_lag_and_the_final_flush_writes_the_rest(
         spark: SparkSession, config: PipelineConfig) -> None:
     said: list[str] = []
-    recorder = MetricsRecorder(spark, config, said.append)
+    recorder = MetricsRecorder(spark, config, said.append,
+                               clock=always_due())
     for n in range(3):
         recorder.record(batch("run-1", n))
     recorder.record(batch("run-1", 3, replayed=True))  # changed nothing: no row
@@ -45,7 +62,8 @@ def test_rows_are_written_at_a_flush_with_their_lag_and_the_final_flush_writes_t
 def test_a_failed_flush_warns_once_and_the_next_one_writes_every_row_by_merge(
         spark: SparkSession, config: PipelineConfig) -> None:
     said: list[str] = []
-    recorder = MetricsRecorder(spark, config, said.append)
+    recorder = MetricsRecorder(spark, config, said.append,
+                               clock=always_due())
     metrics = Path(str(config.quality.metrics_path))
     metrics.mkdir(parents=True)
     (metrics / "_delta_log").write_text("not a Delta log\n")  # the write fails
@@ -65,3 +83,30 @@ def test_a_failed_flush_warns_once_and_the_next_one_writes_every_row_by_merge(
     assert said[1].startswith("run metrics recorded again: 4 rows written")
     rows = sorted((r["batch_id"], r["lag_records"]) for r in read_run_metrics(spark, config))
     assert rows == [(0, 3), (1, 0), (2, 0), (3, 0)]
+
+
+def test_between_writes_a_flush_only_keeps_the_lags_and_the_next_due_one_writes_them(
+        spark: SparkSession, config: PipelineConfig) -> None:
+    """``quality.metrics_every`` (5m by default): a lag reading a minute in writes nothing (no
+    commit to the run-metrics table), but keeps the lags it read: by the write, Spark's recent
+    progress no longer holds them."""
+    assert config.quality.metrics_every == 300.0
+    clock = Clock()
+    recorder = MetricsRecorder(spark, config, [].append, clock=clock)
+    for n in range(3):
+        recorder.record(batch("run-1", n))
+
+    clock.now += 60
+    assert recorder.flush({("q-1", 0): 20, ("q-1", 1): 10})
+    assert not config.quality.metrics_ref.exists(spark)  # not due: no commit
+    clock.now += 240
+    assert recorder.flush({("q-1", 2): 5})  # batches 0 and 1 rolled out of the progress
+    rows = {r["batch_id"]: r["lag_records"] for r in read_run_metrics(spark, config)}
+    assert rows == {0: 20, 1: 10, 2: 5}
+    writes = config.quality.metrics_ref.history(spark).where("operation NOT LIKE 'CREATE%'")
+    assert writes.count() == 1, writes.collect()  # one write, one commit
+
+    recorder.record(batch("run-1", 3))
+    clock.now += 1  # the query ends a second later: the final flush is due at once
+    assert recorder.flush({}, final=True)
+    assert {r["batch_id"] for r in read_run_metrics(spark, config)} == {0, 1, 2, 3}
