@@ -4,14 +4,14 @@
 planned it: ``latestOffset - endOffset`` of the source in the query's progress (the Kafka source
 reports its latest offsets there, so this needs no Kafka call of ours). The progress of batch N
 is built only after its ``foreachBatch`` returned, so the lag cannot be known inside the batch.
-So the batch's metrics row waits: :func:`harvester` reads the query's recent progress
-from the driver thread that waits for the query (once a minute, and once when the query ends)
-and hands the lags to ``MetricsRecorder.flush``, which keeps them with the waiting rows and
-writes those, every ``quality.metrics_every``, in one append: nothing is added to the batch itself, and a failure only warns. Why not a
-``StreamingQueryListener``: its callbacks run on Spark's listener bus, asynchronously, and may
-still be pending when an available-now query returns; its recent progress is already complete.
-A row whose lag is never known (its progress was missing when the query ended, or the row was
-backfilled from its commit after the process died) keeps a null lag.
+So the batch's metrics row waits: :func:`harvester` reads the query's recent progress from the
+driver thread that waits for the query (once a minute, and once when the query ends) and hands
+the lags to ``MetricsRecorder.flush``, which keeps them with the waiting rows and writes those,
+every ``quality.metrics_every``, in one append: nothing is added to the batch itself, and a
+failure only warns. Why not a ``StreamingQueryListener``: its callbacks run on Spark's listener
+bus, asynchronously, and may still be pending when an available-now query returns; its recent
+progress is already complete. A row whose lag is never known (its progress was missing when the
+query ended, or the row was backfilled from its commit after the process died) keeps a null lag.
 
 **Now.** A stopped pipeline has no progress: :func:`current_lag` compares the offsets of the
 target's newest sink commit with the partitions' end offsets in Kafka (a watermark request per
