@@ -76,6 +76,9 @@ class MetricsRecorder:
         """
         self.spark, self.config, self.say, self.final_to = spark, config, say, final_to
         self.clock, self.written_at = clock, clock()
+        # The staleness check reads the newest rows: a pipeline with one writes them at once.
+        quality = config.quality
+        self.every = 0.0 if quality.max_staleness is not None else quality.metrics_every
         self.buffer: list[BatchMetrics] = []  # committed, not written yet (commit order)
         self.pending: list[BatchMetrics] = []  # rows whose write failed, retried by MERGE
         self.failing = False
@@ -101,7 +104,7 @@ class MetricsRecorder:
         """
         with self.lock:
             rows = with_lags(self.buffer, lags)
-            if not final and self.clock() - self.written_at < self.config.quality.metrics_every:
+            if not final and self.clock() - self.written_at < self.every:
                 self.buffer = rows  # keep the lags known now: their progress rolls over
                 return not self.failing
             self.written_at = self.clock()

@@ -246,7 +246,8 @@ class QualityConfig(BaseModel):
     """How often a running stream writes its batches' run-metrics rows (a duration; ``5m``, the
     default). Each write is one commit to the run-metrics table: about 288 a day, where every
     minute made 1,440. The rows arrive that much later on the dashboard; a run that ends writes
-    the rest at once. ``0``: at every lag reading, once a minute."""
+    the rest at once. ``0``: at every lag reading, once a minute, as a pipeline with
+    ``max_staleness`` always does (its check reads the newest rows)."""
     on_failure: Literal["continue", "stop"] = "continue"
     """What a failed cadence validation does to a continuous stream (it is always recorded)."""
     count_other_date_copies: bool = False

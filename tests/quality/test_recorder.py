@@ -110,3 +110,16 @@ def test_between_writes_a_flush_only_keeps_the_lags_and_the_next_due_one_writes_
     clock.now += 1  # the query ends a second later: the final flush is due at once
     assert recorder.flush({}, final=True)
     assert {r["batch_id"] for r in read_run_metrics(spark, config)} == {0, 1, 2, 3}
+
+
+def test_a_pipeline_with_a_staleness_check_writes_its_rows_at_every_reading(
+        spark: SparkSession, config: PipelineConfig) -> None:
+    """Its check reads the newest inserted Kafka timestamp from these rows: they go at once."""
+    quality = config.quality.model_copy(update={"max_staleness": 900.0})
+    stale = config.model_copy(update={"quality": quality})
+    clock = Clock()
+    recorder = MetricsRecorder(spark, stale, [].append, clock=clock)
+    recorder.record(batch("run-1", 0))
+    clock.now += 60
+    assert recorder.flush({("q-1", 0): 1})
+    assert {r["batch_id"]: r["lag_records"] for r in read_run_metrics(spark, stale)} == {0: 1}
