@@ -196,7 +196,8 @@ def _stream(spark: SparkSession, config: PipelineConfig, run_id: str, trigger: s
         sink = BatchSink(config, config.event_schema(), run_id,
                          lambda s: checkpoint.query_id(s, location),
                          lambda s, b: checkpoint.planned_offsets(s, location, b),
-                         guard=lease.verify, source=resume.metadata)
+                         guard=lease.verify, source=resume.metadata,
+                         compact=trigger == "continuous" and config.target.compact_while_streaming)
         writer = (read_stream(spark, config, start).writeStream
                   .queryName(f"deltasink-{config.name}-{run_id}")
                   .foreachBatch(sink).option("checkpointLocation", location))

@@ -121,6 +121,13 @@ class TargetConfig(BaseModel):
     commit_retries: int = Field(10, ge=0)
     """How many times a commit that conflicts with a concurrent writer is retried (the whole
     MERGE, with backoff)."""
+    compact_while_streaming: bool = True
+    """``--trigger continuous`` only: each batch's target MERGE runs with Delta's
+    auto-compaction on, so a date partition is compacted once it holds
+    ``spark.databricks.delta.autoCompact.minNumFiles`` (50) small files, and a stream of weeks
+    keeps its live files bounded between maintenance runs. Its ``OPTIMIZE`` commits hold no
+    ``txn`` and change no data; deltasink's log reader skips them. Scheduled runs leave the
+    compaction to the maintenance job."""
     dedup_window: int | timedelta = Field(DEFAULT_DEDUP_WINDOW, validate_default=True)
     """How far apart two rows with one key may be and still count as copies (the later is dropped).
 

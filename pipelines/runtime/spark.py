@@ -54,10 +54,10 @@ LOCAL_CONF: dict[str, str] = {
     "spark.default.parallelism": "4",
     "spark.sql.session.timeZone": "UTC",
     "spark.databricks.delta.snapshotPartitions": "2",
-    # Off: Delta's auto-compaction would bound a continuous run's small files (issue 46), and
-    # the log reader already skips its OPTIMIZE commits (pipelines/ledger/state.py,
-    # COMPACTIONS), but on, a batch ran more Spark jobs than tests/pipelines/test_batch_jobs.py
-    # allows (its first batch 8 against 7; with it off the same test passes). See
+    # Off, but for a continuous run's target MERGE (target.compact_while_streaming, in
+    # pipelines/sink/merge.py merge_settings): on for every statement, a scheduled run's batch
+    # ran more Spark jobs than tests/pipelines/test_batch_jobs.py allows (8 against 7). The log
+    # reader skips its OPTIMIZE commits (pipelines/ledger/state.py, COMPACTIONS). See
     # docs/performance/continuous.md.
     "spark.databricks.delta.autoCompact.enabled": "false",
     # Spark's checkpoint keeps the offsets and commits of this many batches (Spark's default,

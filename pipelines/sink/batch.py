@@ -77,6 +77,8 @@ class BatchSink:
             target commit (``pipelines.ledger.resume.Resume.metadata``).
         fault_spec: the test-only fault spec of the process that started the query
             (``pipelines/faults.py``), carried to wherever the batch runs.
+        compact: the target's MERGE runs with Delta's auto-compaction on (a continuous run,
+            ``target.compact_while_streaming``).
     """
 
     config: PipelineConfig
@@ -90,6 +92,7 @@ class BatchSink:
     say: Callable[[str], None] = lambda _l: None
     source: Mapping[str, Any] = field(default_factory=dict)
     fault_spec: str | None = field(default_factory=faults.current_spec)
+    compact: bool = False
     _query: str | None = field(default=None, init=False, repr=False)
     _near: int | None = field(default=None, init=False, repr=False)
 
@@ -215,7 +218,7 @@ class BatchSink:
             faults.maybe_crash("before_target_commit", batch_id, self.fault_spec)
 
         return merge_into_target(spark, self.config, deduped, values, app_id, batch_id,
-                                 metadata, before_commit, spans)
+                                 metadata, before_commit, spans, compact=self.compact)
 
     def _other_date_copies(self, spark: SparkSession, deduped: DataFrame,
                            values: dict[str, list[object]], dropped: int,

@@ -26,6 +26,8 @@ BROADCAST_THRESHOLD = "spark.sql.autoBroadcastJoinThreshold"
 BLOOM_FILTER = "spark.sql.optimizer.runtime.bloomFilter.enabled"
 #: Delta's copy of a MERGE source before a two-pass (upsert) MERGE.
 MATERIALIZE_SOURCE = "spark.databricks.delta.merge.materializeSource"
+#: Delta's auto-compaction, run right after a commit (``target.compact_while_streaming``).
+AUTO_COMPACT = "spark.databricks.delta.autoCompact.enabled"
 
 
 @dataclass(frozen=True)
@@ -41,7 +43,8 @@ class MergeOutcome:
 
 
 @contextmanager
-def merge_settings(spark: SparkSession, *, source_materialized: bool = True) -> Iterator[None]:
+def merge_settings(spark: SparkSession, *, source_materialized: bool = True,
+                   compact: bool = False) -> Iterator[None]:
     """Session settings for one of a batch's MERGEs (and its other-date count), restored after.
 
     * No broadcast join: a broadcast is a Spark job of its own (the touched partitions' target
@@ -53,14 +56,21 @@ def merge_settings(spark: SparkSession, *, source_materialized: bool = True) -> 
       Kafka), so Delta's own copy of it before an upsert's two passes is skipped. Both passes
       read the same blocks; a lost block fails the MERGE ("Checkpoint block ... not found") and
       the batch is re-run whole (:mod:`pipelines.sink.retry`), never read differently.
+    * ``compact``: Delta's auto-compaction runs after the commit (a continuous run's target,
+      ``target.compact_while_streaming``). Its ``OPTIMIZE`` commit holds no ``txn`` action and
+      changes no data, so a replayed batch is still skipped by the MERGE's ``txn``; the log
+      reader skips it (``pipelines/ledger/state.py``, ``COMPACTIONS``).
 
     Args:
         spark: the micro-batch's session.
         source_materialized: whether the MERGE's source is already materialized.
+        compact: run Delta's auto-compaction after the commit.
     """
     wanted = {BROADCAST_THRESHOLD: "-1", BLOOM_FILTER: "false"}
     if source_materialized:
         wanted[MATERIALIZE_SOURCE] = "none"
+    if compact:
+        wanted[AUTO_COMPACT] = "true"
     saved = {key: spark.conf.get(key, None) for key in wanted}
     for key, value in wanted.items():
         spark.conf.set(key, value)

@@ -65,7 +65,8 @@ def read_values(config: PipelineConfig, column: str, values: list[object],
 def merge_into_target(spark: SparkSession, config: PipelineConfig, deduped: DataFrame,
                       values: dict[str, list[object]], app_id: str, version: int,
                       metadata: str, before_commit: Callable[[], None],
-                      spans: Sequence[Span] | None = None) -> MergeOutcome:
+                      spans: Sequence[Span] | None = None, *,
+                      compact: bool = False) -> MergeOutcome:
     """The target's insert-only MERGE of deduplicated rows, as one txn-guarded commit.
 
     Keys on the partition columns and the dedup key (the date, or the event time, within
@@ -84,6 +85,7 @@ def merge_into_target(spark: SparkSession, config: PipelineConfig, deduped: Data
         before_commit: called before each attempt (lease check, fault points).
         spans: with an event-time window, the time ranges to read (``Prepared.spans``); None
             reads every date the window can reach.
+        compact: run Delta's auto-compaction after the commit (:func:`merge_settings`).
 
     Returns:
         Whether Delta committed (False: skipped as a seen txn) and how many rows were inserted.
@@ -94,7 +96,7 @@ def merge_into_target(spark: SparkSession, config: PipelineConfig, deduped: Data
 
     def attempt() -> MergeOutcome:
         before_commit()
-        with txn(spark, app_id, version, metadata), merge_settings(spark):
+        with txn(spark, app_id, version, metadata), merge_settings(spark, compact=compact):
             return merge()
 
     kind = "upsert MERGE" if target.mode == "upsert" else "MERGE"

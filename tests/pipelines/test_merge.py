@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 from pyspark.sql import SparkSession
 
-from pipelines.sink.merge import expand_dates
+from pipelines.sink.merge import AUTO_COMPACT, expand_dates, merge_settings
 from pipelines.sink.metrics import BatchMetrics
 from tests.support.configs import make_config
 from tests.support.merge_batches import kafka_batch, rows_per_id, sink_for
@@ -79,3 +79,15 @@ def test_the_window_reads_only_the_widened_dates(spark: SparkSession, lake: Path
     assert seen[-1].inserted == 1 and seen[-1].duplicates_by_merge == 1
     with pytest.raises(Exception, match=r"(?i)not.*(found|exist)"):
         sink(kafka_batch(spark, [("d", DAY + dt.timedelta(days=3))], 4), 2)  # reads DAY+5
+
+
+def test_merge_settings_turn_auto_compaction_on_only_when_asked_and_put_it_back(
+        spark: SparkSession) -> None:
+    """A continuous run's target MERGE compacts after its commit
+    (``target.compact_while_streaming``); no other MERGE, and nothing after it, does."""
+    before = spark.conf.get(AUTO_COMPACT, None)
+    with merge_settings(spark):
+        assert spark.conf.get(AUTO_COMPACT, None) == before
+    with merge_settings(spark, compact=True):
+        assert spark.conf.get(AUTO_COMPACT) == "true"
+    assert spark.conf.get(AUTO_COMPACT, None) == before != "true"
