@@ -158,8 +158,8 @@ def render() -> str:
     """The configuration reference page (Markdown)."""
     keys = config_keys()
     out = ["# Configuration reference\n",
-           generated_note("the config model, `pipelines/config/model.py` (with `avro.py`, "
-                          "`databricks.py` and `cadence.py`)"),
+           generated_note("the config model, `pipelines/config/model.py` (with `target.py`, "
+                          "`quality.py`, `avro.py`, `databricks.py` and `cadence.py`)"),
            "One YAML file per pipeline. Unknown keys are errors; relative paths are relative to "
            "the config file's folder, defaults included. Durations are written `30s`, `2m`, "
            "`1h` or `1d`. Any key can be overridden by an environment variable "

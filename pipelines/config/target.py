@@ -1,0 +1,136 @@
+"""``target:``: the Delta tables the sink writes (the target and its quarantine)."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+from pydantic import BaseModel, Field, field_validator, model_validator
+
+from pipelines.config.frozen import FROZEN
+from pipelines.config.units import parse_window
+from pipelines.config.upsert import KAFKA_SEQUENCE, Mode, check_mode
+from pipelines.config.window import DATE_COLUMN, DEFAULT_DEDUP_WINDOW, fill_window
+from pipelines.storage.tables import TableRef
+
+#: target.dedup_window's bound, in days (its default: pipelines/config/window.py).
+MAX_DEDUP_WINDOW_DAYS = 366
+
+
+class TargetConfig(BaseModel):
+    """The Delta tables the sink writes."""
+
+    model_config = FROZEN
+
+    path: str | None = None
+    """The target Delta table's folder or URI. Set exactly one of ``path`` and ``table``."""
+    table: str | None = None
+    """The target as a catalog table name (``catalog.schema.table``)."""
+    quarantine_path: str | None = None
+    """The quarantine table's folder or URI. Default: the target's location +
+    ``_quarantine``."""
+    quarantine_table: str | None = None
+    """The quarantine as a catalog table name; at most one of ``quarantine_path`` and
+    ``quarantine_table``."""
+    dedup_key: str | tuple[str, ...] = "event_id"
+    """The column, or list of columns, that identifies an event: one row per key. Default: the
+    schema's ``key``. It must be a required, non-blank field of the schema."""
+    partition_by: tuple[str, ...] = ("event_date",)
+    """The target's partition columns; ``event_date`` is the UTC date of the event time."""
+    commit_retries: int = Field(10, ge=0)
+    """How many times a commit that conflicts with a concurrent writer is retried (the whole
+    MERGE, with backoff)."""
+    compact_while_streaming: bool = True
+    """``--trigger continuous`` only: each batch's target MERGE runs with Delta's
+    auto-compaction on, so a date partition is compacted once it holds
+    ``spark.databricks.delta.autoCompact.minNumFiles`` (50) small files, and a stream of weeks
+    keeps its live files bounded between maintenance runs. Its ``OPTIMIZE`` commits hold no
+    ``txn`` and change no data; deltasink's log reader skips them. Scheduled runs leave the
+    compaction to the maintenance job."""
+    dedup_window: int | timedelta = Field(DEFAULT_DEDUP_WINDOW, validate_default=True)
+    """How far apart two rows with one key may be and still count as copies (the later is dropped).
+
+    * **Whole days** (``0d``, ``1d``, ``72h``, or a bare number of days): the MERGE matches
+      ``dedup_key`` in any ``event_date`` partition within +-N days of the incoming row's date
+      (0: the same date only), and reads those whole partitions: each day costs two more
+      partitions per batch date. Needs ``event_date`` in ``partition_by``.
+    * **Any other duration** (``1h``, ``15m``, ``36h``): an event-time window. A key matches a
+      target row whose time field is at most that far from the incoming row's, on any date, and
+      the MERGE reads only the target files whose time statistics reach within the window of the
+      batch's events (:mod:`pipelines.sink.event_window`): a slice of a day, not the day.
+
+    A copy whose time moved further than the window lands as a second row, and the run's
+    validation fails on it (the key is checked against every date of the table).
+
+    Left out (or null), the default depends on the pipeline (:mod:`pipelines.config.window`):
+    ``15m`` for an insert-only pipeline whose schema's time is a field of the event (a retry,
+    a replay or a transactional copy is the same record, with the same event time: caught on
+    any date, for a slice of the day read per batch); ``1d`` when the schema's time is the
+    Kafka timestamp, which every send sets again (``0d`` without ``event_date`` in
+    ``partition_by``); ``0d`` with ``mode: upsert``. A window written in the config is kept.
+    """
+    mode: Mode = "insert_only"
+    """``upsert``: keep each key's highest ``sequence_by`` version (pipelines/sink/upsert.py)."""
+    sequence_by: str = KAFKA_SEQUENCE
+    """``mode: upsert`` only: what orders a key's versions, a required schema column or
+    ``kafka`` (the Kafka coordinates)."""
+    delete_when: str | None = None
+    """``mode: upsert`` only: a Spark SQL boolean over the parsed columns; a version for which
+    it is true is stored as a tombstone (``_deleted = true``)."""
+
+    _window = field_validator("dedup_window", mode="before")(parse_window)
+    _window_default = model_validator(mode="before")(fill_window)
+
+    @model_validator(mode="after")
+    def _one_location(self) -> TargetConfig:
+        """Exactly one of ``path`` and ``table``, at most one of ``quarantine_path`` and
+        ``quarantine_table``; ``dedup_window`` at most 366 days, and a whole-day window needs
+        ``event_date`` in ``partition_by``; ``sequence_by`` and ``delete_when`` only with
+        ``mode: upsert``, which needs ``dedup_window: 0d`` (its default)."""
+        if bool(self.path) == bool(self.table):
+            raise ValueError("set exactly one of target.path or target.table")
+        if self.quarantine_path and self.quarantine_table:
+            raise ValueError("set at most one of target.quarantine_path or target.quarantine_table")
+        if isinstance(self.dedup_window, int) and not \
+                0 <= self.dedup_window <= MAX_DEDUP_WINDOW_DAYS:
+            raise ValueError("target.dedup_window must be greater than or equal to 0 and less "
+                             f"than or equal to {MAX_DEDUP_WINDOW_DAYS} days, or a duration "
+                             "such as 1h")
+        if self.time_window is not None and self.time_window > timedelta(
+                days=MAX_DEDUP_WINDOW_DAYS):
+            raise ValueError("target.dedup_window must be less than or equal to "
+                             f"{MAX_DEDUP_WINDOW_DAYS} days")
+        if self.date_window and DATE_COLUMN not in self.partition_by:
+            raise ValueError(f"target.dedup_window needs '{DATE_COLUMN}' in target.partition_by "
+                             "(without it the key is matched across all dates anyway); "
+                             "set dedup_window: 0d")
+        check_mode(self.mode, self.sequence_by, self.delete_when, self.dedup_window)
+        return self
+
+    @property
+    def date_window(self) -> int:
+        """``dedup_window`` in whole days (0 for an event-time window)."""
+        return self.dedup_window if isinstance(self.dedup_window, int) else 0
+
+    @property
+    def time_window(self) -> timedelta | None:
+        """``dedup_window`` as an event-time window, or None for a whole-day one."""
+        return self.dedup_window if isinstance(self.dedup_window, timedelta) else None
+
+    @property
+    def dedup_keys(self) -> tuple[str, ...]:
+        """The dedup key's columns (one, or several for a composite key)."""
+        return (self.dedup_key,) if isinstance(self.dedup_key, str) else self.dedup_key
+
+    @property
+    def ref(self) -> TableRef:
+        """The target table."""
+        return TableRef(path=self.path, name=self.table)
+
+    @property
+    def quarantine_ref(self) -> TableRef:
+        """The quarantine table (defaults to the target's location + ``_quarantine``)."""
+        if self.quarantine_path or self.quarantine_table:
+            return TableRef(path=self.quarantine_path, name=self.quarantine_table)
+        if self.table:
+            return TableRef(name=f"{self.table}_quarantine")
+        return TableRef(path=f"{self.path}_quarantine")
