@@ -115,6 +115,7 @@ def test_rollback_rewind_replay_and_a_second_writer_over_spark_connect(
     verdict()
 
 
+@pytest.mark.extended
 def test_an_upsert_pipeline_over_spark_connect_keeps_one_row_per_key(
         connect_server: ConnectServer, broker: EmbeddedBroker, lake: Path,
         request: pytest.FixtureRequest) -> None:

@@ -153,6 +153,7 @@ def write_concurrently(spark: SparkSession, config: PipelineConfig, pipelines: l
     return errors
 
 
+@pytest.mark.extended
 def test_two_pipelines_writing_metrics_concurrently_never_conflict(
     spark: SparkSession, config: PipelineConfig, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -167,6 +168,7 @@ def test_two_pipelines_writing_metrics_concurrently_never_conflict(
     assert keys == sorted((p, i) for p in ("orders_a", "orders_b") for i in range(6))
 
 
+@pytest.mark.extended
 def test_pipelines_racing_to_create_the_metrics_table_lose_no_row(
     spark: SparkSession, config: PipelineConfig
 ) -> None:

@@ -39,6 +39,7 @@ def _setup(lake: Path, node: EmbeddedBroker, topic: str, password: str | None = 
     return config, environ
 
 
+@pytest.mark.extended
 def test_a_pipeline_reads_a_sasl_ssl_listener_exactly_once(
         spark: SparkSession, sasl_broker: EmbeddedBroker, lake: Path) -> None:
     sent = produce_events(sasl_broker.bootstrap_servers, "sasl-orders", 200, partitions=3,
