@@ -291,6 +291,7 @@ def test_validate_notebook_passes_for_the_ingested_run(spark: SparkSession,
     assert rows.where(rows.run_id == run.run_id).count() == len(report.results)
 
 
+@pytest.mark.extended
 def test_maintenance_notebook_optimizes_vacuums_and_validates_the_whole_table(
     spark: SparkSession, ingested: Ingested
 ) -> None:

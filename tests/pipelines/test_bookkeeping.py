@@ -108,6 +108,7 @@ def test_unwritable_metrics_table_warns_once_and_the_next_start_backfills(
     assert len(metrics_rows(spark, cfg)) == len(rows)
 
 
+@pytest.mark.extended
 @pytest.mark.slow
 def test_a_crash_after_the_target_commit_is_backfilled_though_the_replay_is_skipped(
         spark: SparkSession, broker: EmbeddedBroker, lake: Path,

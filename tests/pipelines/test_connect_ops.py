@@ -139,6 +139,7 @@ def test_an_upsert_pipeline_over_spark_connect_keeps_one_row_per_key(
     assert got.clean, got
 
 
+@pytest.mark.extended
 def test_avro_with_a_registry_and_a_redrive_over_spark_connect(
         connect_server: ConnectServer, broker: EmbeddedBroker, lake: Path,
         request: pytest.FixtureRequest) -> None:

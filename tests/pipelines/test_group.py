@@ -85,6 +85,7 @@ def history(spark: SparkSession, ref_path: str | None) -> list[Row]:
     return spark.sql(f"DESCRIBE HISTORY delta.`{ref_path}`").orderBy("version").collect()
 
 
+@pytest.mark.extended
 def test_run_all_lands_each_pipeline_once_and_a_failing_one_stops_no_other(
         spark: SparkSession, broker: EmbeddedBroker, tmp_path: Path,
         capsys: pytest.CaptureFixture[str]) -> None:

@@ -35,6 +35,7 @@ def run(config: Path, capsys: pytest.CaptureFixture[str]) -> tuple[int, str, str
     return code, out, err
 
 
+@pytest.mark.extended
 def test_a_yaml_schema_runs_end_to_end_then_evolves_and_refuses_an_incompatible_change(
         spark: SparkSession, broker: EmbeddedBroker, lake: Path,
         capsys: pytest.CaptureFixture[str]) -> None:

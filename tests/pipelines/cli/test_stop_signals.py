@@ -29,7 +29,9 @@ from tests.support.checker import check
 from tests.support.configs import make_config, write_config
 from tests.support.stops import Stopped, noise, stop_after_first_batch, stopped_line
 
-pytestmark = pytest.mark.slow
+#: ``make extended``. Its pieces are in ``make test``: a forked driver JVM ignoring stop signals
+#: (tests/pipelines/runtime/test_signals.py) and py4j's quiet loggers (cli/test_quiet_py4j.py).
+pytestmark = [pytest.mark.slow, pytest.mark.extended]
 
 
 @dataclass
@@ -71,18 +73,11 @@ class Cases:
 
 @pytest.fixture(scope="module")
 def cases(tmp_path_factory: pytest.TempPathFactory, broker: EmbeddedBroker) -> Cases:
-    """An available-now run and a continuous run, each stopped by ``kill -TERM -<pgid>``.
-
-    ``make test`` stops the available-now run; the continuous one is ``extended``.
-    """
+    """An available-now run and a continuous run, each stopped by ``kill -TERM -<pgid>``."""
     return Cases(tmp_path_factory.mktemp("stops"), broker)
 
 
-CONTINUOUS = pytest.mark.extended
-
-
-@pytest.mark.parametrize(("trigger", "code"), [
-    ("available-now", 143), pytest.param("continuous", 0, marks=CONTINUOUS)])
+@pytest.mark.parametrize(("trigger", "code"), [("available-now", 143), ("continuous", 0)])
 def test_a_group_sigterm_ends_the_run_in_one_line_with_the_documented_code(
         cases: Cases, trigger: str, code: int) -> None:
     stopped = cases[trigger].stopped
@@ -95,8 +90,7 @@ def test_a_group_sigterm_ends_the_run_in_one_line_with_the_documented_code(
     assert not stopped.left, f"left running 60 s after it exited: {stopped.left}"
 
 
-@pytest.mark.parametrize("trigger", [
-    "available-now", pytest.param("continuous", marks=CONTINUOUS)])
+@pytest.mark.parametrize("trigger", ["available-now", "continuous"])
 def test_after_a_group_sigterm_the_next_run_lands_every_event_once(
         cases: Cases, spark: SparkSession, trigger: str) -> None:
     case = cases[trigger]

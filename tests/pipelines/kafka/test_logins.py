@@ -101,6 +101,7 @@ def test_oidc_client_credentials_land_exactly_once_with_every_own_check(
     assert all(_SECRET not in line for line in said)
 
 
+@pytest.mark.extended
 def test_a_wrong_oidc_secret_is_one_line_and_exit_1(
         sasl_broker: EmbeddedBroker, lake: Path, oidc: TokenEndpoint,
         capsys: pytest.CaptureFixture[str]) -> None:

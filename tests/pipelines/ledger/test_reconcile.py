@@ -104,6 +104,7 @@ def test_checkpoint_copied_from_another_pipeline_loses_nothing(
     assert verdict.clean, verdict
 
 
+@pytest.mark.extended
 def test_restore_under_the_pipeline_is_reingested_exactly_once(
         spark: SparkSession, broker: EmbeddedBroker, lake: Path) -> None:
     topic = new_topic()
