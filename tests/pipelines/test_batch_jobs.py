@@ -85,6 +85,7 @@ def test_a_batch_with_bad_records_runs_at_most_5_spark_jobs(
     assert max(j for j, b in zip(seen.jobs, seen.metrics, strict=True) if b.quarantined) <= 5
 
 
+@pytest.mark.extended
 def test_a_clean_upsert_batch_runs_at_most_5_spark_jobs_and_2_file_reads(
         spark: SparkSession, broker: EmbeddedBroker, lake: Path) -> None:
     seen = run(spark, broker, lake, poison=0.0, mode="upsert", dedup_window="0d")

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
 from pyspark.sql import SparkSession
 
 from pipelines.config.model import PipelineConfig
@@ -66,6 +67,7 @@ def test_a_duplicate_planted_after_passes_still_fails_with_its_key(
     assert all(r.success for r in report.results if r.unexpected_count == 0)
 
 
+@pytest.mark.extended
 def test_data_docs_are_redrawn_only_when_the_verdict_changes_or_fails(
     spark: SparkSession, config: PipelineConfig, write_target: TargetWriter
 ) -> None:

@@ -72,6 +72,7 @@ def test_planted_duplicate_fails_and_summary_names_check_and_key(
     assert report.summary_lines()[0].startswith("quality FAILED")
 
 
+@pytest.mark.extended
 def test_a_duplicate_across_partitions_is_found_from_either_date_and_by_full(
     spark: SparkSession, config: PipelineConfig, write_target: TargetWriter
 ) -> None:

@@ -18,6 +18,7 @@ from tests.support.checker import check
 from tests.support.configs import make_config
 
 
+@pytest.mark.extended
 @pytest.mark.slow
 def test_replay_brings_deleted_rows_back_once(spark: SparkSession, broker: EmbeddedBroker,
                                               lake: Path) -> None:
