@@ -15,7 +15,6 @@ registers), and the next ``deltasink run`` through Connect rides it out.
 
 from __future__ import annotations
 
-import json
 import shutil
 import subprocess
 import sys
@@ -29,16 +28,9 @@ from pipelines.kafka.produce import produce_events
 from pipelines.runtime.connect_server import ConnectServer
 from tests.support import runner
 from tests.support.configs import write_config
+from tests.support.connect_client import connect_locations, connect_sql
 
 pytestmark = pytest.mark.slow
-
-_CLIENT = """
-import json, sys
-from pyspark.sql import SparkSession
-spark = SparkSession.builder.remote(sys.argv[1]).getOrCreate()
-print(json.dumps([list(spark.sql(q).first() or []) for q in sys.argv[2:]]))
-"""
-
 
 _CREATE = """
 import sys
@@ -49,33 +41,6 @@ spark = SparkSession.builder.remote(sys.argv[1]).getOrCreate()
 config = load_config(sys.argv[2], environ={})
 ensure_sink_tables(spark, config, config.event_schema())
 """
-
-
-_LOCATIONS = """
-import json, sys
-from pyspark.sql import SparkSession
-spark = SparkSession.builder.remote(sys.argv[1]).getOrCreate()
-table = spark.sql(f"DESCRIBE DETAIL {sys.argv[2]}").first()["location"]
-schema = {r[0]: r[1] for r in spark.sql(f"DESCRIBE SCHEMA EXTENDED {sys.argv[3]}").collect()}
-print(json.dumps([table, schema["Location"]]))
-"""
-
-
-def connect_locations(url: str, table: str, schema: str) -> tuple[str, str]:
-    """Where ``table`` lies and ``schema``'s default location, asked through Connect."""
-    done = subprocess.run([sys.executable, "-c", _LOCATIONS, url, table, schema],
-                          capture_output=True, text=True, timeout=300, check=True,
-                          env=runner.cold_env(None))
-    table_at, schema_at = json.loads(done.stdout.strip().splitlines()[-1])
-    return str(table_at), str(schema_at)
-
-
-def connect_sql(url: str, *queries: str) -> list[list[object]]:
-    """Each query's first row, from a Spark Connect client process of its own."""
-    done = subprocess.run([sys.executable, "-c", _CLIENT, url, *queries], capture_output=True,
-                          text=True, timeout=300, check=True, env=runner.cold_env(None))
-    found: list[list[object]] = json.loads(done.stdout.strip().splitlines()[-1])
-    return found
 
 
 @pytest.mark.chaos  # about a minute on a quiet machine: make test is over its budget already
