@@ -151,7 +151,7 @@ def run_pipeline(spark: SparkSession, config: PipelineConfig, *, trigger: str = 
                     resume, lease, harvest, own_client=source.gap is None, stopping=stopping)
         claim.release_soon()  # nothing left to write under it: released while validating
         result = batches.result(config.name, run_id)
-        say(f"run {run_id} done: {len(batches)} batches, in={result.records_in} "
+        say(f"run {run_id} done: {result.batch_count} batches, in={result.records_in} "
             f"inserted={result.inserted} quarantined={result.quarantined}")
         with clock.phase("validate"):
             if cadence is not None:

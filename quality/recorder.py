@@ -103,11 +103,11 @@ class MetricsRecorder:
             Whether every row due is now recorded.
         """
         with self.lock:
-            rows = with_lags(self.buffer, lags)
-            if not final and self.clock() - self.written_at < self.every:
+            rows, now = with_lags(self.buffer, lags), self.clock()
+            if not final and now - self.written_at < self.every:
                 self.buffer = rows  # keep the lags known now: their progress rolls over
                 return not self.failing
-            self.written_at = self.clock()
+            self.written_at = now
             count = len(rows) if final else ready(rows, lags)
             due, self.buffer = rows[:count], rows[count:]
         retry = with_lags(self.pending, lags)

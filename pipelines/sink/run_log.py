@@ -41,10 +41,6 @@ class RunLog:
         if len(self._recent) > self.keep:
             self._folded = self._folded.plus(self._recent.popleft())
 
-    def __len__(self) -> int:
-        """Every batch recorded, the folded ones included."""
-        return self._folded.batches + len(self._recent)
-
     def result(self, pipeline: str, run_id: str) -> RunResult:
         """The run's result: the held batches and the totals of the folded ones."""
         return RunResult(pipeline, run_id, tuple(self._recent), self._folded)
