@@ -43,6 +43,7 @@ from pipelines import faults
 from pipelines.errors import CheckpointError
 from pipelines.ledger import lease_table
 from pipelines.ledger.lease_table import Holder
+from pipelines.runtime.connect_client import start_query
 from pipelines.runtime.processes import pid_alive
 
 #: A lease not renewed for this long (by the Spark server's clock) belongs to a run that is gone.
@@ -244,7 +245,7 @@ class Lease:
             CheckpointError: another query started on the checkpoint at the same moment.
         """
         try:
-            return writer.start()
+            return start_query(writer.start, f"pipeline {self.pipeline}")
         except Exception as exc:
             if "SparkConcurrentModificationException" not in str(exc) and \
                     "concurrently using" not in str(exc):

@@ -33,6 +33,7 @@ from pipelines.errors import (
 from pipelines.kafka import admin, topics
 from pipelines.kafka.source import read_stream
 from pipelines.ledger import checkpoint
+from pipelines.runtime.connect_client import start_query
 from pipelines.runtime.hadoop import HadoopFS
 from pipelines.runtime.spark import is_connect
 from pipelines.sink.batch import BatchSink
@@ -143,10 +144,11 @@ def replay(spark: SparkSession, config: PipelineConfig, from_timestamp: str, *,
 
         feed = BatchFeed(spark, config, f"replay-{replay_id}", on_batch, query_id=replay_id)
         spec = json.dumps({t: {str(p): o for p, o in ps.items()} for t, ps in start.items()})
-        query = (read_stream(spark, reading, spec).writeStream
-                 .queryName(f"deltasink-replay-{config.name}-{replay_id}")
-                 .foreachBatch(sink).option("checkpointLocation", location)
-                 .trigger(availableNow=True).start())
+        writer = (read_stream(spark, reading, spec).writeStream
+                  .queryName(f"deltasink-replay-{config.name}-{replay_id}")
+                  .foreachBatch(sink).option("checkpointLocation", location)
+                  .trigger(availableNow=True))
+        query = start_query(writer.start, f"replay {replay_id}")
         try:
             query.awaitTermination()
         except StreamingQueryException as exc:

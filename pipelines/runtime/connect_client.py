@@ -13,6 +13,8 @@ from __future__ import annotations
 import os
 import socket
 import sys
+from collections.abc import Callable
+from typing import TypeVar
 
 from pyspark.sql import SparkSession
 
@@ -84,6 +86,42 @@ def _bounded_policy(url: str) -> object:
             return _SayingState(self)
 
     return _BoundedPolicy()
+
+
+#: Attempts at starting a streaming query whose ``foreachBatch`` worker did not start in time.
+#: Over Spark Connect, the server starts the function's Python worker when the query starts and
+#: waits a fixed 10 s (``PythonWorkerFactory``, not a setting in Spark 4.0) for it to connect
+#: back. On a busy server the worker's imports alone can take longer, and the start fails with
+#: "Python worker failed to connect back" before the query exists: nothing was read or written,
+#: so starting it again is safe.
+WORKER_START_ATTEMPTS = 3
+_WORKER_LATE = "Python worker failed to connect back"
+
+Started = TypeVar("Started")
+
+
+def start_query(start: Callable[[], Started], name: str) -> Started:
+    """``start()`` (a ``DataStreamWriter.start``), again when the server's ``foreachBatch``
+    worker did not connect back in time; says so on stderr each time.
+
+    Args:
+        start: starts the query.
+        name: the pipeline or operation, for the line.
+
+    Raises:
+        Exception: what ``start`` raised otherwise, or at the last attempt.
+    """
+    for attempt in range(1, WORKER_START_ATTEMPTS):
+        try:
+            return start()
+        except Exception as exc:
+            if _WORKER_LATE not in str(exc):
+                raise
+            print(f"deltasink: {name}: the Spark Connect server's foreachBatch worker did not "
+                  "connect back within Spark's 10 s (a busy server); nothing was read, starting "
+                  f"the query again ({attempt + 1}/{WORKER_START_ATTEMPTS})", file=sys.stderr,
+                  flush=True)
+    return start()
 
 
 def bound_retries(spark: SparkSession, url: str) -> None:
