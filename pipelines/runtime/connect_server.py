@@ -4,7 +4,8 @@ pyspark 4.0.1 ships the server (``spark-connect_2.13`` in its jars). It is start
 packages a local classic session resolves (Delta, the Kafka connector, spark-avro, from ``~/.m2``
 through Ivy) and the same local settings, so a pipeline runs the same against it as in-process.
 Its ``foreachBatch`` functions run in Python workers that it starts with ``PYSPARK_PYTHON``: this
-interpreter, so they import the same deltasink.
+interpreter, so they import the same deltasink, through a launcher (:func:`worker_python`) that
+lets them import pyspark from this interpreter's packages rather than Spark's ``pyspark.zip``.
 
 Used by ``deltasink connect-server``, the tests (one server per test session) and the benchmark.
 """
@@ -25,6 +26,38 @@ from pipelines.runtime import jvm, ports
 SERVER_CLASS = "org.apache.spark.sql.connect.service.SparkConnectServer"
 DEFAULT_PORT = 15002
 _STARTED = "Spark Connect server started"
+
+
+#: The launcher the server starts its Python workers with (see :func:`worker_python`).
+_LAUNCHER = """#!/bin/sh
+# Written by deltasink: Spark puts pyspark.zip first on its Python workers' PYTHONPATH, and a
+# module imported from a zip is compiled again by every process, about twice the import time of
+# the same pyspark installed here. The server waits a fixed 10 s for a foreachBatch worker to
+# connect back, so on a busy machine that difference failed query starts. Same pyspark, without
+# the zip; everything else as Spark sets it.
+kept=
+IFS=:
+for entry in $PYTHONPATH; do
+  case $entry in */pyspark.zip) ;; *) kept=${kept:+$kept:}$entry ;; esac
+done
+unset IFS
+PYTHONPATH=$kept
+export PYTHONPATH
+exec '%s' "$@"
+"""
+
+
+def worker_python(folder: Path) -> Path:
+    """Write the server's Python worker launcher into ``folder``: this interpreter, with
+    ``pyspark.zip`` taken off ``PYTHONPATH`` (its pyspark is this interpreter's own version).
+
+    Returns:
+        The launcher's path, for ``PYSPARK_PYTHON``.
+    """
+    launcher = folder / "python-worker"
+    launcher.write_text(_LAUNCHER % sys.executable.replace("'", "'\\''"))
+    launcher.chmod(0o755)
+    return launcher
 
 
 def _spark_submit() -> Path:
@@ -90,11 +123,11 @@ class ConnectServer:
         if ports.port_open(port):
             raise EnvironmentSetupError(f"port {port} on 127.0.0.1 is already in use; choose "
                                         "another with --port")
-        environ = {**os.environ, "PYSPARK_PYTHON": sys.executable,
+        log.parent.mkdir(parents=True, exist_ok=True)
+        environ = {**os.environ, "PYSPARK_PYTHON": str(worker_python(log.parent)),
                    "PYSPARK_DRIVER_PYTHON": sys.executable, "SPARK_LOCAL_IP": "127.0.0.1"}
         environ.pop("SPARK_REMOTE", None)  # the server itself is a classic application
         environ.pop("SPARK_CONNECT_MODE_ENABLED", None)
-        log.parent.mkdir(parents=True, exist_ok=True)
         with open(log, "ab") as out:
             process = subprocess.Popen(submit_args(port, master, conf), stdout=out,
                                        stderr=subprocess.STDOUT, env=environ,
