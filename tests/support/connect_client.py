@@ -28,6 +28,15 @@ print(json.dumps([table, schema["Location"]]))
 """
 
 
+_SCHEMA = """
+import json, sys
+from pyspark.sql import SparkSession
+spark = SparkSession.builder.remote(sys.argv[1]).getOrCreate()
+rows = spark.sql(f"DESCRIBE SCHEMA EXTENDED {sys.argv[2]}").collect()
+print(json.dumps({r[0]: r[1] for r in rows}["Location"]))
+"""
+
+
 def connect_locations(url: str, table: str, schema: str) -> tuple[str, str]:
     """Where ``table`` lies and ``schema``'s default location, asked through Connect."""
     done = subprocess.run([sys.executable, "-c", _LOCATIONS, url, table, schema],
@@ -35,6 +44,13 @@ def connect_locations(url: str, table: str, schema: str) -> tuple[str, str]:
                           env=runner.cold_env(None))
     table_at, schema_at = json.loads(done.stdout.strip().splitlines()[-1])
     return str(table_at), str(schema_at)
+
+
+def connect_schema_location(url: str, schema: str) -> str:
+    """``schema``'s default location (where its managed tables go), asked through Connect."""
+    done = subprocess.run([sys.executable, "-c", _SCHEMA, url, schema], capture_output=True,
+                          text=True, timeout=300, check=True, env=runner.cold_env(None))
+    return str(json.loads(done.stdout.strip().splitlines()[-1]))
 
 
 def connect_sql(url: str, *queries: str) -> list[list[object]]:

@@ -1,22 +1,31 @@
-"""The operator's commands on catalog tables: a pipeline whose four tables are names in Spark's
-Hive metastore on embedded Derby (tests/support/hive.py), placed as the Databricks bundle places
-it, each step a ``deltasink`` process (or the maintenance notebook in a process) from another
-folder. Read back at the tables' locations by this test's own session, with the exactly-once
+"""The operator's commands on catalog tables, placed as the Databricks bundle places them, each
+step a ``deltasink`` process (or the maintenance notebook in a process) from another folder, in
+two catalogs (the module's scenario runs once in each):
+
+- ``hive``: Spark's Hive metastore on embedded Derby (tests/support/hive.py), classic processes;
+- ``connect``: the Spark Connect server's own catalog, every process a Connect client
+  (``spark.remote``), the notebook's ``spark`` included.
+
+The tables are read back at their locations by this test's own session, with the exactly-once
 checker.
 
-One scenario for the module (make chaos: ten cold processes):
+The scenario (make chaos: thirteen cold processes per catalog):
 
 1. a run of an old producer's topic under ``events_v1`` (its legacy records quarantined), killed
-   after batch 1's target commit, before Spark commits the batch;
+   after batch 1's target commit, before Spark commits the batch (over Connect the kill takes
+   the server's batch worker, and the client exits 1);
 2. maintenance (OPTIMIZE, VACUUM, full validation: the bundle's maintenance notebook) of the
    tables that exist then (no verdict was recorded yet);
 3. the rerun with validation: batch 1 is skipped as already committed, after the compaction;
+   ``status`` reads it in sync;
 4. ``report``, ``quarantine list``;
 5. rows deleted behind deltasink's back, then ``replay``, which puts back only them;
 6. the schema changed to ``events_v2``, ``quarantine redrive``: the legacy records land once;
 7. a group run: new records of this pipeline, and an upsert pipeline on a topic of its own,
    one session, the bookkeeping tables shared by name;
-8. maintenance again, now of all four tables.
+8. maintenance again, now of all four tables;
+9. ``rewind`` of the target to before the group run, and a run that lands those records again;
+10. a planted duplicate, which ``validate --full`` fails with exit 3.
 """
 
 from __future__ import annotations
@@ -43,9 +52,12 @@ from pipelines.config.model import PipelineConfig
 from pipelines.databricks.widgets import place
 from pipelines.kafka.broker import EmbeddedBroker
 from pipelines.kafka.produce import ProduceSummary, produce_events
+from pipelines.ledger import state
+from pipelines.runtime.connect_server import ConnectServer
 from tests.support import runner
 from tests.support.checker import Verdict, check
-from tests.support.hive import CATALOG, SCHEMA, VOLUME, hive_conf, location, make_schema
+from tests.support.connect_client import connect_schema_location, connect_sql
+from tests.support.hive import CATALOG, SCHEMA, VOLUME, hive_conf, make_schema
 from tests.support.upsert_model import (
     UPSERT,
     Version,
@@ -62,12 +74,45 @@ TABLES = ("orders", "orders_quarantine", "deltasink_quality_results", "deltasink
 _MAINTAIN = """
 import json, sys
 from pathlib import Path
+from pyspark.sql import SparkSession
 from pipelines.runtime.spark import get_spark
 from tests.support.dbutils import make_dbutils, run_notebook
-spark = get_spark(conf=json.loads(sys.argv[1]))
+how = json.loads(sys.argv[1])
+spark = (SparkSession.builder.remote(how["remote"]).getOrCreate() if "remote" in how
+         else get_spark(conf=how["conf"]))
 done = run_notebook(Path(sys.argv[2]), make_dbutils(json.loads(sys.argv[3])), spark)
 print(json.dumps(done["report"].actions))
 """
+
+
+@dataclass(frozen=True)
+class Catalog:
+    """Where the scenario's catalog lives, and how its processes reach it."""
+
+    mode: str  # "hive" or "connect"
+    schema: str  # in CATALOG
+    spark: dict[str, Any]  # every config's ``spark:`` section
+    tables_at: Path  # the schema's folder: a managed table lies at ``tables_at / <table>``
+
+    @property
+    def prefix(self) -> str:
+        return f"{CATALOG}.{self.schema}"
+
+    def at(self, table: str) -> Path:
+        return self.tables_at / table
+
+
+def open_catalog(mode: str, root: Path, request: pytest.FixtureRequest) -> Catalog:
+    """The schema, made as a user would (a process of its own), in the ``mode`` catalog."""
+    if mode == "hive":
+        make_schema(root)
+        return Catalog(mode, SCHEMA, {"conf": hive_conf(root)},
+                       root / "warehouse" / f"{SCHEMA}.db")
+    server: ConnectServer = request.getfixturevalue("connect_server")
+    schema = f"ops_{uuid.uuid4().hex[:8]}"  # the server is shared with other tests
+    connect_sql(server.url, f"CREATE SCHEMA {CATALOG}.{schema}")
+    schema_at = connect_schema_location(server.url, f"{CATALOG}.{schema}")
+    return Catalog(mode, schema, {"remote": server.url}, Path(schema_at.removeprefix("file:")))
 
 
 @dataclass
@@ -79,6 +124,7 @@ class Ops:
     env: dict[str, str]
     user: dict[str, Any]
     sends: list[ProduceSummary]
+    catalog: Catalog
     done: dict[str, subprocess.CompletedProcess[str]] = field(default_factory=dict)
     files: dict[str, dict[str, int]] = field(default_factory=dict)
     partitions: int = 0
@@ -89,43 +135,45 @@ class Ops:
     redriven: int = 0
     versions: list[Version] = field(default_factory=list)
     upsert_mismatches: list[str] = field(default_factory=list)
+    rewound_rows: int = 0
+    killed_commits: set[int] = field(default_factory=set)
 
     def config(self, name: str) -> Path:
         return self.root / f"{name}.yml"
 
 
-def by_path(root: Path, config: PipelineConfig) -> PipelineConfig:
+def by_path(catalog: Catalog, config: PipelineConfig) -> PipelineConfig:
     """``config`` with its target and quarantine read at their locations (this test's session
-    knows no metastore)."""
+    knows neither catalog)."""
     target = config.target.model_copy(update={
         "table": None, "quarantine_table": None,
-        "path": str(location(root, config.target.ref.name.split(".")[-1])),  # type: ignore[union-attr]
-        "quarantine_path": str(location(
-            root, config.target.quarantine_ref.name.split(".")[-1]))})  # type: ignore[union-attr]
+        "path": str(catalog.at(config.target.ref.name.split(".")[-1])),  # type: ignore[union-attr]
+        "quarantine_path": str(catalog.at(
+            config.target.quarantine_ref.name.split(".")[-1]))})  # type: ignore[union-attr]
     return config.model_copy(update={"target": target})
 
 
-def write(root: Path, raw: dict[str, Any]) -> Path:
-    """The bundle's placement of ``raw`` in ``spark_catalog.bronze`` and the local Volume."""
-    placed = place(raw, CATALOG, SCHEMA, VOLUME, volumes_root=str(root / "Volumes"))
+def write(root: Path, catalog: Catalog, raw: dict[str, Any]) -> Path:
+    """The bundle's placement of ``raw`` in the catalog's schema and the local Volume."""
+    placed = place(raw, CATALOG, catalog.schema, VOLUME, volumes_root=str(root / "Volumes"))
     path = root / f"{raw['name']}.yml"
     path.write_text(yaml.safe_dump(placed))
     return path
 
 
-def num_files(spark: SparkSession, root: Path) -> dict[str, int]:
+def num_files(spark: SparkSession, catalog: Catalog) -> dict[str, int]:
     """Each existing table's live data files (``DESCRIBE DETAIL``), at its location."""
-    return {t: int(spark.sql(f"DESCRIBE DETAIL delta.`{location(root, t)}`").first()["numFiles"])  # type: ignore[index]
-            for t in TABLES if (location(root, t) / "_delta_log").is_dir()}
+    return {t: int(spark.sql(f"DESCRIBE DETAIL delta.`{catalog.at(t)}`").first()["numFiles"])  # type: ignore[index]
+            for t in TABLES if (catalog.at(t) / "_delta_log").is_dir()}
 
 
 def maintain(ops: Ops, user_config: Path) -> subprocess.CompletedProcess[str]:
     """The bundle's maintenance notebook, its widgets as the bundle sets them, in a process."""
-    params = {"config": str(user_config), "catalog": CATALOG, "schema": SCHEMA,
+    params = {"config": str(user_config), "catalog": CATALOG, "schema": ops.catalog.schema,
               "volume": VOLUME, "bootstrap_servers": "", "secret_scope": "",
               "retain_hours": "168"}
     return subprocess.run(
-        [sys.executable, "-c", _MAINTAIN, json.dumps(hive_conf(ops.root)),
+        [sys.executable, "-c", _MAINTAIN, json.dumps(ops.catalog.spark),
          str(ROOT / "notebooks" / "maintenance.py"), json.dumps(params)],
         capture_output=True, text=True, timeout=900, cwd=ROOT, env=ops.env)
 
@@ -141,14 +189,20 @@ def plotted(html: str) -> dict[str, list[Any]]:
     return traces
 
 
-@pytest.fixture(scope="module")
-def ops(spark: SparkSession, broker: EmbeddedBroker,
-        tmp_path_factory: pytest.TempPathFactory) -> Ops:
-    root = tmp_path_factory.mktemp("hive-ops")
-    cwd = tmp_path_factory.mktemp("hive-ops-cwd")
+def latest_version(spark: SparkSession, at: Path) -> int:
+    """The Delta table's newest version, read at its location."""
+    return int(spark.sql(f"DESCRIBE HISTORY delta.`{at}` LIMIT 1").first()["version"])  # type: ignore[index]
+
+
+@pytest.fixture(scope="module", params=["hive", "connect"])
+def ops(spark: SparkSession, broker: EmbeddedBroker, tmp_path_factory: pytest.TempPathFactory,
+        request: pytest.FixtureRequest) -> Ops:
+    root = tmp_path_factory.mktemp(f"{request.param}-ops")
+    cwd = tmp_path_factory.mktemp(f"{request.param}-ops-cwd")
+    catalog = open_catalog(request.param, root, request)
     bootstrap = broker.bootstrap_servers
-    topic, latest_topic = (f"hive-ops-{uuid.uuid4().hex[:8]}",
-                           f"hive-latest-{uuid.uuid4().hex[:8]}")
+    topic, latest_topic = (f"{request.param}-ops-{uuid.uuid4().hex[:8]}",
+                           f"{request.param}-latest-{uuid.uuid4().hex[:8]}")
     started = (datetime.now(UTC) - timedelta(seconds=5)).isoformat()
     # ~610 records at 200 a batch: four batches, the kill after batch 1 leaves two to come.
     sends = [produce_events(bootstrap, topic, 500, duplicate_rate=0.1, poison_rate=0.01,
@@ -158,15 +212,16 @@ def ops(spark: SparkSession, broker: EmbeddedBroker,
                        "max_records_per_batch": 200},
             "target": {"path": "lake/orders"}, "checkpoint": "lake/_checkpoints/orders",
             "quality": {"max_quarantine_ratio": 0.2},
-            "spark": {"conf": hive_conf(root)}}
+            "spark": catalog.spark}
     environ = {**runner.cold_env(None), env.VOLUMES_ROOT: str(root / "Volumes")}
-    o = Ops(root, cwd, environ, user, sends)
-    config = write(root, user)
+    o = Ops(root, cwd, environ, user, sends, catalog)
+    config = write(root, catalog, user)
     user_path = root / "orders.user.yml"
     user_path.write_text(yaml.safe_dump(user))
-    loaded = by_path(root, load_config(config, environ={}))
+    loaded = by_path(catalog, load_config(config, environ={}))
     legacy = list(sends[0].legacy_ids)
     poison = sum(sends[0].poison.values())
+    target = catalog.at("orders")
 
     def cli(*args: str) -> subprocess.CompletedProcess[str]:
         return runner.deltasink(*args, "--config", str(config), env=environ, cwd=cwd)
@@ -175,26 +230,27 @@ def ops(spark: SparkSession, broker: EmbeddedBroker,
         ids = [e for s in o.sends for e in s.event_ids] + list(extra)
         return check(spark, loaded, ids, quarantined)
 
-    make_schema(root)
     o.done["killed"] = runner.run(config, fault="after_target_commit@1", env=environ, cwd=cwd)
-    o.files["before"] = num_files(spark, root)
-    o.partitions = spark.read.format("delta").load(str(location(root, "orders"))) \
+    o.killed_commits = {c.batch_id for c in
+                        state.sink_commits(spark, loaded.target.ref, loaded.name)}
+    o.files["before"] = num_files(spark, catalog)
+    o.partitions = spark.read.format("delta").load(str(target)) \
         .select("event_date").distinct().count()
     o.done["maintain"] = maintain(o, user_path)
-    o.files["after"] = num_files(spark, root)
+    o.files["after"] = num_files(spark, catalog)
     o.done["rerun"] = runner.run(config, validate=True, env=environ, cwd=cwd)
     o.verdicts["rerun"] = verdict()
-    o.target_rows = spark.read.format("delta").load(str(location(root, "orders"))).count()
+    o.target_rows = spark.read.format("delta").load(str(target)).count()
+    o.done["status"] = cli("status", "--json")
 
     o.done["report"] = runner.deltasink("report", "--config", str(config), "--out",
                                         str(root / "dashboard.html"), env=environ, cwd=cwd)
     o.done["list"] = cli("quarantine", "list")
-    quarantine = spark.read.format("delta").load(str(location(root, "orders_quarantine")))
+    quarantine = spark.read.format("delta").load(str(catalog.at("orders_quarantine")))
     o.quarantine = {r["reason"]: int(r["count"]) for r in
                     quarantine.groupBy("reason").count().collect()}
 
     # Rows lost behind deltasink's back; the replay puts back exactly those.
-    target = location(root, "orders")
     o.deleted = [r[0] for r in spark.read.format("delta").load(str(target))
                  .select("event_id").orderBy("event_id").limit(25).collect()]
     listed = ", ".join(f"'{e}'" for e in o.deleted)
@@ -203,34 +259,46 @@ def ops(spark: SparkSession, broker: EmbeddedBroker,
     o.verdicts["replay"] = verdict()
 
     # The producer's old format read by events_v2: the quarantined legacy records land once.
-    write(root, {**user, "schema": "events_v2"})
+    write(root, catalog, {**user, "schema": "events_v2"})
     user_path.write_text(yaml.safe_dump({**user, "schema": "events_v2"}))  # the notebook's too
     o.done["redrive"] = cli("quarantine", "redrive")
     o.verdicts["redrive"] = verdict(tuple(legacy))
-    o.redriven = spark.read.format("delta").load(str(location(root, "orders_quarantine"))) \
+    o.redriven = spark.read.format("delta").load(str(catalog.at("orders_quarantine"))) \
         .where("redriven_version IS NOT NULL").count()
 
     # A group: this pipeline's new records and an upsert pipeline, one session.
+    before_group = latest_version(spark, target)
     o.sends.append(produce_events(bootstrap, topic, 150, duplicate_rate=0.1, seed=49,
                                   id_prefix="g"))
     rng = random.Random(44)
     o.versions = make_versions(60, range(4), rng)
     o.versions += replays(o.versions, 0.2, rng)
     produce_versions(bootstrap, latest_topic, o.versions, rng)
-    latest = write(root, {
+    latest = write(root, catalog, {
         "name": "latest", "schema": "events_v1",
         "source": {"bootstrap_servers": bootstrap, "topics": [latest_topic],
                    "max_records_per_batch": 100},
         "target": {"path": "lake/latest", **UPSERT}, "checkpoint": "lake/_checkpoints/latest",
-        "spark": {"conf": hive_conf(root)}})
+        "spark": catalog.spark})
     o.done["group"] = runner.deltasink("run", "--config", str(config), "--config", str(latest),
                                        env=environ, cwd=cwd)
     o.verdicts["group"] = verdict(tuple(legacy))
-    o.upsert_mismatches = mismatches(spark, by_path(root, load_config(latest, environ={})),
+    o.upsert_mismatches = mismatches(spark, by_path(catalog, load_config(latest, environ={})),
                                      o.versions)
-    o.files["group"] = num_files(spark, root)
+    o.files["group"] = num_files(spark, catalog)
     o.done["maintain again"] = maintain(o, user_path)
-    o.files["again"] = num_files(spark, root)
+    o.files["again"] = num_files(spark, catalog)
+
+    # The group run's records taken out by a rewind, and landed once more by the next run.
+    o.done["rewind"] = cli("rewind", "--to-version", str(before_group))
+    o.rewound_rows = spark.read.format("delta").load(str(target)).count()
+    o.done["after rewind"] = runner.run(config, validate=True, env=environ, cwd=cwd)
+    o.verdicts["after rewind"] = verdict(tuple(legacy))
+
+    # A duplicate planted behind deltasink's back fails the full validation.
+    spark.read.format("delta").load(str(target)).limit(1).write.format("delta") \
+        .mode("append").save(str(target))
+    o.done["planted"] = cli("validate", "--full")
     return o
 
 
@@ -242,16 +310,22 @@ def _ok(done: subprocess.CompletedProcess[str]) -> str:
 
 def test_the_first_run_was_killed_after_batch_1s_target_commit(ops: Ops) -> None:
     done = ops.done["killed"]
-    assert done.returncode == -signal.SIGKILL, done.stdout[-2000:] + done.stderr[-3000:]
-    assert "injected fault at after_target_commit (batch 1)" in done.stderr
+    if ops.catalog.mode == "connect":  # the server's batch worker is killed, not the client
+        assert done.returncode == 1, done.stdout[-2000:] + done.stderr[-3000:]
+        assert "Traceback" not in done.stderr, done.stderr[-3000:]
+    else:
+        assert done.returncode == -signal.SIGKILL, done.stdout[-2000:] + done.stderr[-3000:]
+        assert "injected fault at after_target_commit (batch 1)" in done.stderr
+    assert 1 in ops.killed_commits, ops.killed_commits  # batch 1 reached the target
 
 
-def maintained(done: subprocess.CompletedProcess[str], tables: tuple[str, ...]) -> list[str]:
+def maintained(done: subprocess.CompletedProcess[str], prefix: str,
+               tables: tuple[str, ...]) -> list[str]:
     """The notebook's actions, after checking that each of ``tables`` was compacted and
     vacuumed by its catalog name."""
     actions: list[str] = json.loads(_ok(done).strip().splitlines()[-1])
     for table in tables:
-        name = f"{CATALOG}.{SCHEMA}.{table}"
+        name = f"{prefix}.{table}"
         # the target is compacted in event-time order (ZORDER BY its time field)
         assert any(a == f"OPTIMIZE {name}" or a.startswith(f"OPTIMIZE {name} ZORDER BY ")
                    for a in actions), actions
@@ -264,9 +338,9 @@ def test_maintenance_compacts_the_catalog_tables_there_are(ops: Ops) -> None:
     # The killed run writes its metrics rows once a minute: whether their table existed by the
     # kill depends on the machine's speed (it did at load 20-33, not at load 5).
     metrics = TABLES[3:] if TABLES[3] in before else ()
-    actions = maintained(ops.done["maintain"], TABLES[:2] + metrics)
+    actions = maintained(ops.done["maintain"], ops.catalog.prefix, TABLES[:2] + metrics)
     for absent in (TABLES[2], *(() if metrics else TABLES[3:])):
-        assert f"SKIP {CATALOG}.{SCHEMA}.{absent} (does not exist)" in actions, actions
+        assert f"SKIP {ops.catalog.prefix}.{absent} (does not exist)" in actions, actions
     assert before["orders"] > ops.partitions and after["orders"] == ops.partitions, \
         (before, after)
     # The full validation after the compaction recorded the first verdicts: that table is new.
@@ -275,7 +349,7 @@ def test_maintenance_compacts_the_catalog_tables_there_are(ops: Ops) -> None:
 
 
 def test_maintenance_again_compacts_all_four_catalog_tables(ops: Ops) -> None:
-    maintained(ops.done["maintain again"], TABLES)
+    maintained(ops.done["maintain again"], ops.catalog.prefix, TABLES)
     before, after = ops.files["group"], ops.files["again"]
     assert set(after) == set(TABLES), after
     assert all(after[t] <= before[t] for t in TABLES) and after["orders"] < before["orders"], \
@@ -288,6 +362,14 @@ def test_after_maintenance_the_committed_batch_is_still_skipped_and_all_lands_on
     assert "(replay: already committed, skipped)" in out, out[-3000:]
     assert "quality PASSED" in out, out[-3000:]
     assert ops.verdicts["rerun"].clean, ops.verdicts["rerun"]
+
+
+def test_status_reads_the_catalog_pipeline_in_sync(ops: Ops) -> None:
+    state = json.loads(_ok(ops.done["status"]))
+    assert state["in_sync"], state
+    assert state["target_rows"] == ops.target_rows == len(ops.sends[0].event_ids)
+    assert state["quarantine_rows"] == sum(ops.sends[0].poison.values()) + \
+        len(ops.sends[0].legacy_ids)
 
 
 def test_report_shows_what_landed(ops: Ops) -> None:
@@ -303,7 +385,7 @@ def test_quarantine_list_counts_each_reason_of_the_catalog_quarantine(ops: Ops) 
     out = _ok(ops.done["list"])
     total = sum(ops.quarantine.values())
     assert total == sum(ops.sends[0].poison.values()) + len(ops.sends[0].legacy_ids)
-    assert (f"quarantine {CATALOG}.{SCHEMA}.orders_quarantine: {total} rows, {total} pending, "
+    assert (f"quarantine {ops.catalog.prefix}.orders_quarantine: {total} rows, {total} pending, "
             "0 redriven") in out, out
     listed = {line.split()[0]: int(line.split()[1]) for line in out.splitlines()[2:]
               if len(line.split()) == 3}
@@ -329,3 +411,20 @@ def test_a_group_run_lands_each_pipeline_once_and_upserts_keep_the_latest(ops: O
     assert "group: 2 pipelines, 2 ok, 0 failed" in out, out[-3000:]
     assert ops.verdicts["group"].clean, ops.verdicts["group"]
     assert ops.upsert_mismatches == [], ops.upsert_mismatches[:10]
+
+
+def test_rewind_takes_out_the_group_runs_records_and_the_next_run_lands_them_once(
+        ops: Ops) -> None:
+    out = _ok(ops.done["rewind"])
+    assert "retired; the next run starts at" in out, out[-3000:]
+    sent = ops.sends[0]
+    assert ops.rewound_rows == len(sent.event_ids) + len(sent.legacy_ids)
+    out = _ok(ops.done["after rewind"])
+    assert "quality PASSED" in out, out[-3000:]
+    assert ops.verdicts["after rewind"].clean, ops.verdicts["after rewind"]
+
+
+def test_a_planted_duplicate_fails_validate_with_exit_3(ops: Ops) -> None:
+    done = ops.done["planted"]
+    assert done.returncode == 3, done.stdout[-3000:] + done.stderr[-3000:]
+    assert "Traceback" not in done.stderr, done.stderr[-3000:]
