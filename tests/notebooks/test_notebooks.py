@@ -14,7 +14,6 @@ import json
 import shutil
 import subprocess
 import sys
-from collections.abc import Iterator
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
@@ -174,16 +173,6 @@ def test_ingest_reads_the_configs_secrets_through_dbutils_and_never_prints_them(
     assert dbutils.jobs.taskValues.values == {"run_id": "run-secret"}
 
 
-@pytest.fixture(scope="module")
-def few_listing_tasks(spark: SparkSession) -> Iterator[None]:
-    """VACUUM lists files with one task per ``parallelism`` slot (10000 by default)."""
-    key = "spark.sql.sources.parallelPartitionDiscovery.parallelism"
-    before = spark.conf.get(key)
-    spark.conf.set(key, "4")
-    yield
-    spark.conf.set(key, before)
-
-
 @dataclass(frozen=True)
 class Ingested:
     """Two bundle pipelines run by the notebooks into one lake (sharing the quality tables, as
@@ -224,7 +213,7 @@ def ingest_and_validate(spark: SparkSession, root: Path, pipeline: str,
 
 @pytest.fixture(scope="module")
 def ingested(spark: SparkSession, broker: EmbeddedBroker,
-             tmp_path_factory: pytest.TempPathFactory, few_listing_tasks: None) -> Ingested:
+             tmp_path_factory: pytest.TempPathFactory) -> Ingested:
     root = tmp_path_factory.mktemp("notebook-bundle")
     lake = local_bundle(root, {"orders_bronze": "nb_orders", "order_lines": "nb_order_lines"})
     bootstrap = broker.bootstrap_servers
@@ -298,7 +287,7 @@ def test_maintenance_notebook_optimizes_vacuums_and_validates_the_whole_table(
     lake = ingested.lake
     orders = f"delta.`{lake / 'orders_bronze'}`"
     partitions = spark.sql(f"SELECT DISTINCT event_date FROM {orders}").count()
-    assert spark.sql(f"DESCRIBE DETAIL {orders}").first().numFiles > partitions
+    assert spark.sql(f"DESCRIBE DETAIL {orders}").collect()[0].numFiles > partitions
     params = task_params(ingested.root, "orders_bronze", "maintenance", "maintain",
                          retain_hours=str(MIN_RETAIN_HOURS))
 
@@ -315,7 +304,7 @@ def test_maintenance_notebook_optimizes_vacuums_and_validates_the_whole_table(
     history = spark.sql(f"DESCRIBE HISTORY {orders}").collect()
     assert {"OPTIMIZE", "VACUUM START", "VACUUM END"} <= {r.operation for r in history}
     # Compacted: one file per event_date partition.
-    assert spark.sql(f"DESCRIBE DETAIL {orders}").first().numFiles == partitions
+    assert spark.sql(f"DESCRIBE DETAIL {orders}").collect()[0].numFiles == partitions
 
 
 def test_maintenance_refuses_a_retention_below_the_replay_horizon(
