@@ -36,11 +36,13 @@ _LAUNCHER = """#!/bin/sh
 # connect back, so on a busy machine that difference failed query starts. Same pyspark, without
 # the zip; everything else as Spark sets it.
 kept=
+set -f
 IFS=:
 for entry in $PYTHONPATH; do
   case $entry in */pyspark.zip) ;; *) kept=${kept:+$kept:}$entry ;; esac
 done
 unset IFS
+set +f
 PYTHONPATH=$kept
 export PYTHONPATH
 exec '%s' "$@"
