@@ -27,7 +27,8 @@ from dataclasses import dataclass, replace
 from pyspark.sql import SparkSession
 
 from pipelines.config.model import PipelineConfig
-from pipelines.run import Progress, run_pipeline
+from pipelines.query import Progress
+from pipelines.run import run_pipeline
 from pipelines.runtime.signals import SIGNALS
 from pipelines.runtime.spark import own_session
 from pipelines.sink.metrics import RunResult
