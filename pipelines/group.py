@@ -5,7 +5,7 @@ JVM, the JIT's warm-up, Delta's first snapshots); run in one session, the group 
 
 Each pipeline keeps everything it has alone: its lease, checkpoint, txn app id, run metrics,
 validation and quarantine, and a session of its own
-(:func:`pipelines.runtime.spark.own_session`: the same JVM and warm JIT, its own settings), so
+(:func:`pipelines.runtime.sessions.own_session`: the same JVM and warm JIT, its own settings), so
 that one pipeline's txn settings can never reach another's commit. Up to ``parallel`` streams
 run at once, each on a thread of its own. Validations run one at a time (Great Expectations is
 not known to be thread-safe), beside the streams still running. One pipeline's failure (bad
@@ -29,8 +29,8 @@ from pyspark.sql import SparkSession
 from pipelines.config.model import PipelineConfig
 from pipelines.query import Progress
 from pipelines.run import run_pipeline
+from pipelines.runtime.sessions import own_session
 from pipelines.runtime.signals import SIGNALS
-from pipelines.runtime.spark import own_session
 from pipelines.sink.metrics import RunResult
 
 

@@ -26,7 +26,7 @@ from pyspark.sql import SparkSession
 from pipelines.config.model import PipelineConfig
 from pipelines.config.paths import is_local
 from pipelines.errors import ConfigError
-from pipelines.runtime.spark import is_connect
+from pipelines.runtime.sessions import is_connect
 from pipelines.storage import catalog
 from pipelines.storage.tables import TableRef
 

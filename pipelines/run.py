@@ -23,7 +23,7 @@ from pipelines.ledger.single_writer import claim_checkpoint
 from pipelines.query import Harvest, Progress, stream
 from pipelines.runtime.aside import Aside
 from pipelines.runtime.phases import Phases
-from pipelines.runtime.spark import on_databricks, side_session
+from pipelines.runtime.sessions import on_databricks, side_session
 from pipelines.sink.avro import writer_schemas
 from pipelines.sink.metrics import BatchMetrics, RunResult
 from pipelines.sink.run_log import RunLog

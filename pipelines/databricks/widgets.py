@@ -31,7 +31,7 @@ from pipelines.config.loader import apply_env_overrides, parse_config, read_conf
 from pipelines.config.model import PipelineConfig
 from pipelines.config.paths import resolve_relative_paths
 from pipelines.errors import ConfigError
-from pipelines.runtime.spark import on_databricks
+from pipelines.runtime.sessions import on_databricks
 
 #: ``secrets(scope, key) -> value``, i.e. ``dbutils.secrets.get``.
 SecretGetter = Callable[[str, str], str]

@@ -28,7 +28,7 @@ from pyspark.sql import SparkSession
 from pipelines import faults
 from pipelines.ledger.lease import Lease
 from pipelines.ledger.lease_table import Holder
-from pipelines.runtime.spark import on_databricks
+from pipelines.runtime.sessions import on_databricks
 from pipelines.storage import conditional, exclusive
 from pipelines.storage.conditional import S3Place
 

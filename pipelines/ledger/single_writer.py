@@ -21,7 +21,7 @@ from pipelines.config.paths import is_local
 from pipelines.errors import CheckpointError
 from pipelines.ledger.lease import RENEW_EVERY, TIDY_EVERY, Lease
 from pipelines.ledger.s3_lease import lease_for
-from pipelines.runtime.spark import own_session
+from pipelines.runtime.sessions import own_session
 
 
 @contextmanager

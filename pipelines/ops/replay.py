@@ -35,7 +35,7 @@ from pipelines.kafka.source import read_stream
 from pipelines.ledger import checkpoint
 from pipelines.runtime.connect_client import start_query
 from pipelines.runtime.hadoop import HadoopFS
-from pipelines.runtime.spark import is_connect
+from pipelines.runtime.sessions import is_connect
 from pipelines.sink.batch import BatchSink
 from pipelines.sink.metrics import BatchMetrics
 

@@ -16,7 +16,7 @@ from typing import Any
 from pyspark.sql import SparkSession
 
 from pipelines.errors import ConnectUnsupportedError
-from pipelines.runtime.spark import is_connect
+from pipelines.runtime.sessions import is_connect
 
 
 @dataclass(frozen=True)

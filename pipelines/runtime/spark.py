@@ -5,7 +5,8 @@ cluster's session untouched, classic or Spark Connect (serverless, standard acce
 
 With ``spark.remote`` (or ``SPARK_REMOTE``, as in PySpark) the session is a Spark Connect client:
 no JVM starts in this process, and every Spark, Delta and storage call goes to the server. This
-module and :func:`is_connect` are the only places that tell the two modes apart.
+module and :func:`pipelines.runtime.sessions.is_connect` are the only places that tell the
+two modes apart.
 
 Locally, the driver JVM's own output (Spark's package-resolution log, log4j) goes to
 :func:`jvm_log_path` instead of the terminal, so the CLI prints only deltasink's lines.
@@ -27,6 +28,7 @@ from pipelines.config.paths import locations
 from pipelines.errors import EnvironmentSetupError
 from pipelines.runtime import jvm
 from pipelines.runtime.connect_client import bound_retries, check_remote, connect_reason, redact_url
+from pipelines.runtime.sessions import SESSION_CONF, on_databricks, remote_url
 from pipelines.storage import s3
 
 #: JIT settings for a local JVM on a small machine: a method is compiled by C2 only after 8x
@@ -68,82 +70,6 @@ LOCAL_CONF: dict[str, str] = {
     # VACUUM lists files with this many tasks; the default (10000) takes a minute locally.
     "spark.sql.sources.parallelPartitionDiscovery.parallelism": "4",
 }
-
-
-#: Session settings deltasink relies on in both modes (runtime SQL settings, so a Spark Connect
-#: session may set them too): UTC dates, and the Kafka source's admin-based offset fetching.
-SESSION_CONF: dict[str, str] = {
-    "spark.sql.session.timeZone": "UTC",
-    "spark.sql.streaming.kafka.useDeprecatedOffsetFetching": "false",
-}
-
-
-def is_connect(spark: SparkSession) -> bool:
-    """Whether ``spark`` is a Spark Connect session (no JVM in this process)."""
-    return type(spark).__module__.startswith("pyspark.sql.connect")
-
-
-def remote_url(configured: str | None = None) -> str | None:
-    """The Spark Connect URL to use: ``spark.remote`` from the config, else ``SPARK_REMOTE``."""
-    return configured or os.environ.get("SPARK_REMOTE") or None
-
-
-def session_url(spark: SparkSession) -> str | None:
-    """The ``sc://`` URL a Spark Connect session was opened with (its parameters but its session
-    id), or None when its client does not say (a runtime's own channel builder).
-
-    PySpark has no public accessor: this reads the client's channel builder, and gives up
-    quietly when it is not the default one.
-    """
-    builder = getattr(getattr(spark, "client", None), "_builder", None)
-    endpoint = getattr(builder, "endpoint", None)
-    params = getattr(builder, "_params", None)
-    if not isinstance(endpoint, str) or not isinstance(params, dict):
-        return None
-    kept = "".join(f";{k}={v}" for k, v in params.items() if k != "session_id")
-    return f"sc://{endpoint}/{kept}"
-
-
-def side_session(spark: SparkSession, remote: str | None = None) -> SparkSession:
-    """A session for the client's own work while a streaming query runs on ``spark``.
-
-    Classic: ``spark`` itself; each micro-batch already runs in a clone of it. Spark Connect:
-    the ``foreachBatch`` worker shares the server session it was started from, settings
-    included, so the client's own Delta commits (the lease, run metrics) use another session
-    and can never pick up a batch's txn or commit metadata (measured: a lease renewal in the
-    shared session failed a batch with DELTA_INVALID_IDEMPOTENT_WRITES_OPTIONS). The URL is the
-    config's, ``SPARK_REMOTE``, or the one ``spark`` was opened with; without any (a runtime's
-    own channel), ``spark`` itself.
-    """
-    url = remote_url(remote) or (session_url(spark) if is_connect(spark) else None)
-    if not is_connect(spark) or not url:
-        return spark
-    side: SparkSession = SparkSession.builder.remote(url).create()
-    bound_retries(side, url)
-    for key, value in SESSION_CONF.items():
-        side.conf.set(key, value)
-    return side
-
-
-def own_session(spark: SparkSession) -> SparkSession:
-    """A session with settings of its own, for a thread that commits beside ``spark``'s.
-
-    Delta's txn (``txnAppId``, ``txnVersion``) and commit metadata live in a session's
-    settings, so a commit from another thread of the same session would consume them, or find
-    them half set. Classic: ``spark.newSession()`` (the same context and tables, its own
-    settings). Spark Connect: :func:`side_session`.
-    """
-    if is_connect(spark):
-        return side_session(spark)
-    session = spark.newSession()
-    for key, value in SESSION_CONF.items():
-        session.conf.set(key, value)
-    return session
-
-
-def on_databricks() -> bool:
-    """Whether we run inside a Databricks runtime."""
-    return "DATABRICKS_RUNTIME_VERSION" in os.environ
 
 
 def jvm_log_path() -> Path:

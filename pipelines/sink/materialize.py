@@ -61,7 +61,7 @@ def release(df: DataFrame | None) -> None:
     """
     if df is None:
         return
-    from pipelines.runtime.spark import is_connect
+    from pipelines.runtime.sessions import is_connect
 
     if is_connect(df.sparkSession):
         return

@@ -89,7 +89,7 @@ def commit_notes(spark: SparkSession, tables: Iterable[tuple[str, TableRef]],
         spark: the session whose Delta commits (its settings name the log store).
         tables: (config key, table) of every table the run writes.
         databricks: whether the run is on Databricks, whose S3 commit service makes commits
-            exclusive (:func:`pipelines.runtime.spark.on_databricks`).
+            exclusive (:func:`pipelines.runtime.sessions.on_databricks`).
     """
     on_path = [(key, str(ref.path)) for key, ref in tables if ref.path and is_s3(str(ref.path))]
     if not on_path or databricks:

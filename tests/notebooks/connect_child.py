@@ -15,7 +15,7 @@ from pathlib import Path
 
 from pyspark.sql import SparkSession
 
-from pipelines.runtime.spark import side_session
+from pipelines.runtime.sessions import side_session
 from tests.notebooks.test_notebooks import NOTEBOOKS, ingest_params, task_params
 from tests.support.dbutils import make_dbutils, run_notebook
 

@@ -23,7 +23,7 @@ from pipelines.kafka.produce import produce_events
 from pipelines.ledger import lease_table
 from pipelines.ledger.lease import LEASE_TTL, RENEW_EVERY, TIDY_EVERY, Lease
 from pipelines.run import run_pipeline
-from pipelines.runtime.spark import own_session
+from pipelines.runtime.sessions import own_session
 from pipelines.sink.commit import TXN_APP_ID
 from tests.support import runner
 from tests.support.checker import check
