@@ -4,11 +4,8 @@ from __future__ import annotations
 
 import argparse
 import logging
-import signal
 import sys
-import threading
-from collections.abc import Callable, Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Callable, Sequence
 
 from pipelines import __version__
 from pipelines.cli.commands import (
@@ -28,7 +25,8 @@ from pipelines.cli.commands import (
 )
 from pipelines.cli.failures import broken_by_stop, classify, report_failure
 from pipelines.cli.group import GROUP_DIR
-from pipelines.runtime.signals import SIGNALS, note_signal
+from pipelines.cli.stops import stop_on_signals, stopped_line
+from pipelines.runtime.signals import SIGNALS
 
 EPILOG = """\
 exit codes: 0 success, 1 failure, 2 bad config or usage, 3 a data-quality check failed,
@@ -182,13 +180,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     if not debug:  # Py4J logs a traceback when a call breaks (a stop breaks one): the
         _quiet_py4j()  # exception it raises then says it in one line
     SIGNALS.clear()
-    with _stop_on_signals():
+    with stop_on_signals():
         code = _dispatch(args, fail, debug)
     if not SIGNALS:
         return code
     stopped = 128 + SIGNALS[0]
     if code == 0:  # the command stopped early and said so in its output: one line for it
-        print(_stopped_line(SIGNALS[0], args.command), file=sys.stderr, flush=True)
+        print(stopped_line(SIGNALS[0], args.command), file=sys.stderr, flush=True)
         code = stopped
     continuous = getattr(args, "trigger", None) == "continuous"
     return 0 if continuous and code == stopped else code
@@ -212,36 +210,6 @@ def _quiet_py4j() -> None:
         root.addFilter(_NotPy4J())
 
 
-def _stopped_line(signum: int, command: str) -> str:
-    """The one line a command stopped by ``signum`` ends with."""
-    name = signal.Signals(signum).name
-    word = "interrupted" if name == "SIGINT" else "terminated"
-    if command != "run":
-        return f"{word} ({name}): stopped"
-    return f"{word} ({name}): stopped; the next run continues where this one stopped"
-
-
-@contextmanager
-def _stop_on_signals() -> Iterator[None]:
-    """SIGTERM (a scheduler cancelling the job) stops a command as Ctrl-C does; both are noted
-    in :data:`pipelines.runtime.signals.SIGNALS`. Only in the main thread, and undone on the way out
-    (``main`` may run in-process, in a test)."""
-    if threading.current_thread() is not threading.main_thread():
-        yield
-        return
-
-    def handler(signum: int, _frame: object) -> None:
-        note_signal(signum)
-        raise KeyboardInterrupt
-
-    previous = {sig: signal.signal(sig, handler) for sig in (signal.SIGINT, signal.SIGTERM)}
-    try:
-        yield
-    finally:
-        for sig, old in previous.items():
-            signal.signal(sig, old)
-
-
 def _dispatch(args: argparse.Namespace, fail: Callable[[BaseException, int, str], int],
               debug: bool) -> int:
     """Run the command; every exception becomes one line and an exit code. After a stop signal,
@@ -250,7 +218,7 @@ def _dispatch(args: argparse.Namespace, fail: Callable[[BaseException, int, str]
         return int(args.func(args))
     except (Exception, KeyboardInterrupt) as exc:
         if broken_by_stop(exc, SIGNALS):
-            return fail(exc, 128 + SIGNALS[0], _stopped_line(SIGNALS[0], args.command))
+            return fail(exc, 128 + SIGNALS[0], stopped_line(SIGNALS[0], args.command))
         return _one_line(exc, fail, debug)
 
 
