@@ -31,7 +31,7 @@ from typing import Any
 
 import yaml
 
-from bench import env, steady
+from bench import env, probes, steady
 
 RESULTS = Path(__file__).resolve().parent / "results"
 VARIANTS = ("as-configured", "no-cadence", "no-quality")
@@ -69,7 +69,7 @@ def run_variant(variant: str, work: Path, bootstrap: str, args: argparse.Namespa
         since = time.time()
         while time.time() - since < args.seconds and proc.poll() is None:
             time.sleep(5)
-            loads.append(steady.load1())
+            loads.append(probes.load1())
         until = time.time()
         sent = feeder.stop()
         deadline = time.time() + 180

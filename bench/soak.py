@@ -29,7 +29,7 @@ from typing import Any
 
 import yaml
 
-from bench import env, steady
+from bench import env, probes, steady
 from bench.charts import xychart
 
 RESULTS = Path(__file__).resolve().parent / "results"
@@ -46,24 +46,24 @@ def config(work: Path, bootstrap: str) -> dict[str, Any]:
 def sample(work: Path, proc_pid: int, watcher: steady.LogWatcher, feeder: steady.Feeder,
            log: Path, since: float, start: float) -> dict[str, Any]:
     """One row of the soak's figures."""
-    jvm = steady.jvm_child(proc_pid)
+    jvm = probes.jvm_child(proc_pid)
     now = time.time()
-    files, size = steady.folder(work / "checkpoint")
+    files, size = probes.folder(work / "checkpoint")
     batches = steady.batch_seconds(log)
     recent = [s for _, s in batches[-60:]]
     lat = steady.summary(steady.latencies(feeder.sent_at, watcher.seen_at, since, now - 15))
     return {
-        "minute": round((now - start) / 60, 1), "load1": steady.load1(),
-        "rss_python_mib": round(steady.rss_mib(proc_pid)),
-        "rss_jvm_mib": round(steady.rss_mib(jvm)),
-        "heap_after_gc_mib": round(steady.heap_after_gc_mib(jvm) or 0),
+        "minute": round((now - start) / 60, 1), "load1": probes.load1(),
+        "rss_python_mib": round(probes.rss_mib(proc_pid)),
+        "rss_jvm_mib": round(probes.rss_mib(jvm)),
+        "heap_after_gc_mib": round(probes.heap_after_gc_mib(jvm) or 0),
         "target_live_files": len(watcher.live),
-        "target_log_entries": steady.log_entries(work / "target"),
-        "target_commits": steady.newest_version(work / "target") + 1,
+        "target_log_entries": probes.log_entries(work / "target"),
+        "target_commits": probes.newest_version(work / "target") + 1,
         "checkpoint_files": files, "checkpoint_mib": round(size / 2**20, 2),
-        "lease_commits": steady.newest_version(work / "checkpoint/_deltasink/lease_table") + 1,
-        "metrics_commits": steady.newest_version(work / "lake/_quality/run_metrics") + 1,
-        "verdicts_commits": steady.newest_version(work / "lake/_quality/results") + 1,
+        "lease_commits": probes.newest_version(work / "checkpoint/_deltasink/lease_table") + 1,
+        "metrics_commits": probes.newest_version(work / "lake/_quality/run_metrics") + 1,
+        "verdicts_commits": probes.newest_version(work / "lake/_quality/results") + 1,
         "batches": len(batches),
         "batch_median_s": round(statistics.median(recent), 2) if recent else None,
         # None: none of the interval's events was visible yet when sampled

@@ -7,7 +7,8 @@ Shared by ``bench.latency`` and ``bench.soak``. Nothing here runs inside the del
 - :class:`LogWatcher` polls the target's ``_delta_log`` (every 0.25 s), reads the ``event_id``
   column of every file a data-changing commit adds, and notes when each event was first seen;
   it also counts data files, to check exactly-once at the end from the files themselves;
-- :func:`probe` measures the process (RSS, JVM heap after a full GC) and the folders.
+- :func:`deltasink_process` runs the command and stops it as a user does; :func:`catch_up`
+  lands what a stopped run had not reached. The process and folder probes are :mod:`bench.probes`.
 """
 
 from __future__ import annotations
@@ -186,80 +187,6 @@ def exactly_once(watcher: LogWatcher, sent: int) -> dict[str, int]:
     return {"sent": sent, "rows": len(ids), "distinct": len(distinct),
             "missing": len(expected - distinct), "extra": len(distinct - expected),
             "duplicate_adds": watcher.duplicates}
-
-
-def jvm_child(pid: int) -> int | None:
-    """The java process started by ``pid`` (the driver JVM), if any."""
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit():
-            continue
-        try:
-            stat = (entry / "stat").read_text()
-            cmd = (entry / "cmdline").read_bytes()
-        except OSError:
-            continue
-        if int(stat.rsplit(")", 1)[1].split()[1]) == pid and b"java" in cmd.split(b"\0")[0]:
-            return int(entry.name)
-    return None
-
-
-def rss_mib(pid: int | None) -> float:
-    """A process's resident set, in MiB (0 if gone)."""
-    if pid is None:
-        return 0.0
-    try:
-        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-            if line.startswith("VmRSS:"):
-                return int(line.split()[1]) / 1024
-    except OSError:
-        pass
-    return 0.0
-
-
-def heap_after_gc_mib(jvm: int | None) -> float | None:
-    """The JVM's used heap right after a full GC (``jcmd GC.run``, then ``jstat -gc``)."""
-    if jvm is None:
-        return None
-    try:
-        subprocess.run(["jcmd", str(jvm), "GC.run"], capture_output=True, timeout=60, check=True)
-        out = subprocess.run(["jstat", "-gc", str(jvm)], capture_output=True, text=True,
-                             timeout=60, check=True).stdout.split("\n")
-    except (OSError, subprocess.SubprocessError):
-        return None
-    row = dict(zip(out[0].split(), out[1].split(), strict=False))
-    used = sum(float(row.get(k, 0) or 0) for k in ("S0U", "S1U", "EU", "OU"))
-    return used / 1024
-
-
-def folder(path: Path) -> tuple[int, int]:
-    """Files and bytes under ``path``."""
-    files = size = 0
-    for root, _dirs, names in os.walk(path):
-        for name in names:
-            try:
-                size += (Path(root) / name).stat().st_size
-                files += 1
-            except OSError:
-                pass
-    return files, size
-
-
-def log_entries(table: Path) -> int:
-    """Entries in a Delta table's ``_delta_log`` folder (commits, checkpoints, checksums)."""
-    log = table / "_delta_log"
-    return sum(1 for _ in log.iterdir()) if log.exists() else 0
-
-
-def newest_version(table: Path) -> int:
-    """A Delta table's newest commit version, from its commit files (-1 for none)."""
-    log = table / "_delta_log"
-    names = [p.name for p in log.glob("*.json")] if log.exists() else []
-    return max((int(n.split(".")[0]) for n in names if n.split(".")[0].isdigit()), default=-1)
-
-
-def load1() -> float:
-    """The 1-minute load average."""
-    return round(os.getloadavg()[0], 2)
 
 
 @contextmanager

@@ -1,0 +1,86 @@
+"""Probes of a running ``deltasink`` process and its folders, read from outside it.
+
+Used by ``bench.soak`` (every few minutes) and ``bench.latency`` (the load): the process's and
+its JVM's resident set, the JVM heap after a full GC, files and bytes under a folder, and a
+Delta table's log entries and newest version, read from its ``_delta_log`` files.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+from pathlib import Path
+
+
+def jvm_child(pid: int) -> int | None:
+    """The java process started by ``pid`` (the driver JVM), if any."""
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            stat = (entry / "stat").read_text()
+            cmd = (entry / "cmdline").read_bytes()
+        except OSError:
+            continue
+        if int(stat.rsplit(")", 1)[1].split()[1]) == pid and b"java" in cmd.split(b"\0")[0]:
+            return int(entry.name)
+    return None
+
+
+def rss_mib(pid: int | None) -> float:
+    """A process's resident set, in MiB (0 if gone)."""
+    if pid is None:
+        return 0.0
+    try:
+        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1]) / 1024
+    except OSError:
+        pass
+    return 0.0
+
+
+def heap_after_gc_mib(jvm: int | None) -> float | None:
+    """The JVM's used heap right after a full GC (``jcmd GC.run``, then ``jstat -gc``)."""
+    if jvm is None:
+        return None
+    try:
+        subprocess.run(["jcmd", str(jvm), "GC.run"], capture_output=True, timeout=60, check=True)
+        out = subprocess.run(["jstat", "-gc", str(jvm)], capture_output=True, text=True,
+                             timeout=60, check=True).stdout.split("\n")
+    except (OSError, subprocess.SubprocessError):
+        return None
+    row = dict(zip(out[0].split(), out[1].split(), strict=False))
+    used = sum(float(row.get(k, 0) or 0) for k in ("S0U", "S1U", "EU", "OU"))
+    return used / 1024
+
+
+def folder(path: Path) -> tuple[int, int]:
+    """Files and bytes under ``path``."""
+    files = size = 0
+    for root, _dirs, names in os.walk(path):
+        for name in names:
+            try:
+                size += (Path(root) / name).stat().st_size
+                files += 1
+            except OSError:
+                pass
+    return files, size
+
+
+def log_entries(table: Path) -> int:
+    """Entries in a Delta table's ``_delta_log`` folder (commits, checkpoints, checksums)."""
+    log = table / "_delta_log"
+    return sum(1 for _ in log.iterdir()) if log.exists() else 0
+
+
+def newest_version(table: Path) -> int:
+    """A Delta table's newest commit version, from its commit files (-1 for none)."""
+    log = table / "_delta_log"
+    names = [p.name for p in log.glob("*.json")] if log.exists() else []
+    return max((int(n.split(".")[0]) for n in names if n.split(".")[0].isdigit()), default=-1)
+
+
+def load1() -> float:
+    """The 1-minute load average."""
+    return round(os.getloadavg()[0], 2)
