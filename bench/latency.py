@@ -82,11 +82,14 @@ def run_variant(variant: str, work: Path, bootstrap: str, args: argparse.Namespa
     caught_up = steady.catch_up(work / "pipeline.yml", log, watcher, sent)
     window = [c for c in watcher.commits if since <= c["seen"] <= until + 30]
     text = log.read_text(errors="replace")
+    durations = steady.summary([seconds for _batch, seconds in steady.batch_seconds(log)])
     return {**{k: round(v, 2) for k, v in figures.items()},
+            "batch_s": {k: round(v, 2) for k, v in durations.items()},
             "sent_in_window": sum(1 for t in feeder.sent_at if since <= t < until),
             "not_visible_when_stopped": unseen,
             "commits_in_window": len(window),
-            "validations": text.count("validat"),
+            "validations": sum(1 for line in text.splitlines()  # a cadence's report line
+                               if line.startswith("quality cadence ") and ": batches " in line),
             "load1_min": min(loads, default=0.0), "load1_max": max(loads, default=0.0),
             "exactly_once": steady.exactly_once(watcher, sent), "exit_code": proc.returncode,
             "catch_up_run": caught_up,
@@ -97,15 +100,16 @@ def render(results: dict[str, dict[str, Any]], meta: dict[str, Any]) -> str:
     """The report: p50, p99 and max per variant, the goal, and what each part adds."""
     goal = 2 * meta["interval_s"]
     lines = ["# deltasink benchmark: latency of a continuous run", "",
-             f"Run {meta['started']} on a 2-core VM shared with other Spark test runs: "
+             f"Run {meta['started']} on a 2-core VM (the load average below says what else ran): "
              f"`deltasink run --trigger continuous --interval {meta['interval']}`, "
              f"{meta['rate']:,} events/s, {meta['warmup']} s warm-up, then the events sent in "
              f"the next {meta['seconds']} s measured (send → first target commit holding them, "
              f"read from the `_delta_log` every 0.25 s). Validation cadence: "
              f"{meta['cadence'] or 'the default (15m)'}. Build: {meta['build']}. Load average "
              f"at start {meta['load_start']}, at end {meta['load_end']}.", "",
-             "| variant | events measured | p50 s | p99 s | max s | commits | load (1 min) "
-             "| exactly once | p99 ≤ 2x interval |", "|---|---|---|---|---|---|---|---|---|"]
+             "| variant | events measured | p50 s | p99 s | max s | batch s p50 / p99 | commits "
+             "| load (1 min) | exactly once | p99 ≤ 2x interval |",
+             "|---|---|---|---|---|---|---|---|---|---|"]
     for variant, r in results.items():
         once = r["exactly_once"]
         clean = once["extra"] == 0 and once["rows"] == once["distinct"]
@@ -117,6 +121,8 @@ def render(results: dict[str, dict[str, Any]], meta: dict[str, Any]) -> str:
         met = ("not measured" if not r["count"]
                else "yes" if r["p99"] <= goal else "no")
         figures = (f"{r['p50']} | {r['p99']} | {r['max']}" if r["count"] else "- | - | -")
+        took = r.get("batch_s", {})
+        figures += (f" | {took['p50']} / {took['p99']}" if took.get("count") else " | -")
         lines.append(f"| {variant} | {r['count']:,} | {figures} | "
                      f"{r['commits_in_window']} | {r['load1_min']}-{r['load1_max']} | "
                      f"{verdict} | {met} ({goal:g} s) |")
