@@ -23,6 +23,7 @@ The difference of a variant's tail to the next says what that part adds. Writes
 from __future__ import annotations
 
 import argparse
+import statistics
 import sys
 import tempfile
 import time
@@ -83,8 +84,10 @@ def run_variant(variant: str, work: Path, bootstrap: str, args: argparse.Namespa
     window = [c for c in watcher.commits if since <= c["seen"] <= until + 30]
     text = log.read_text(errors="replace")
     durations = steady.summary([seconds for _batch, seconds in steady.batch_seconds(log)])
+    timed = [c for c in window if "start" in c]
     return {**{k: round(v, 2) for k, v in figures.items()},
             "batch_s": {k: round(v, 2) for k, v in durations.items()},
+            "stages": stage_figures(timed),
             "sent_in_window": sum(1 for t in feeder.sent_at if since <= t < until),
             "not_visible_when_stopped": unseen,
             "commits_in_window": len(window),
@@ -94,6 +97,28 @@ def run_variant(variant: str, work: Path, bootstrap: str, args: argparse.Namespa
             "exactly_once": steady.exactly_once(watcher, sent), "exit_code": proc.returncode,
             "catch_up_run": caught_up,
             "log_tail": text.splitlines()[-8:]}
+
+
+#: A batch's parts, as its commit records them (``steady.batch_timing``): to its commit, the
+#: preparation job, the quarantine's MERGE, Delta's target MERGE and commit, and the rest (the
+#: offsets, lease and RESTORE checks, planning); then from a commit to the next batch's start.
+PARTS = ("batch", "read_parse", "quarantine", "merge", "other", "idle")
+
+
+def stage_figures(commits: list[dict[str, Any]]) -> dict[str, dict[str, float]]:
+    """Median and max of each of :data:`PARTS` over the window's batch commits."""
+    parts: dict[str, list[float]] = {part: [] for part in PARTS}
+    for before, commit in zip([None, *commits], commits, strict=False):
+        took = commit["committed"] - commit["start"]
+        parts["batch"].append(took)
+        for part in ("read_parse", "quarantine", "merge"):
+            parts[part].append(commit.get(part, 0.0))
+        parts["other"].append(took - sum(commit.get(p, 0.0)
+                                         for p in ("read_parse", "quarantine", "merge")))
+        if before is not None:
+            parts["idle"].append(commit["start"] - before["committed"])
+    return {part: {"median": round(statistics.median(values), 2), "max": round(max(values), 2)}
+            for part, values in parts.items() if values}
 
 
 def render(results: dict[str, dict[str, Any]], meta: dict[str, Any]) -> str:
@@ -126,6 +151,19 @@ def render(results: dict[str, dict[str, Any]], meta: dict[str, Any]) -> str:
         lines.append(f"| {variant} | {r['count']:,} | {figures} | "
                      f"{r['commits_in_window']} | {r['load1_min']}-{r['load1_max']} | "
                      f"{verdict} | {met} ({goal:g} s) |")
+    timed = {v: r["stages"] for v, r in results.items() if r.get("stages")}
+    if timed:
+        lines += ["", "Where a batch's seconds go, from each batch's own commit (median / max "
+                  "over the window's batches): start to commit, the preparation job "
+                  "(`read_parse`), the quarantine's MERGE, Delta's target MERGE and commit "
+                  "(`merge`), the rest (offsets, lease and RESTORE checks, planning), and `idle`: "
+                  "from a commit to the next batch's start in `foreachBatch` (Spark's own "
+                  "trigger wait, offset fetch and checkpoint writes).", "",
+                  "| variant | " + " | ".join(PARTS) + " |", "|---" * (len(PARTS) + 1) + "|"]
+        for variant, parts in timed.items():
+            lines.append(f"| {variant} | " + " | ".join(
+                f"{parts[p]['median']} / {parts[p]['max']}" if p in parts else "-"
+                for p in PARTS) + " |")
     if all(v in results for v in VARIANTS):
         a, b, c = (results[v]["p99"] for v in VARIANTS)
         lines += ["", f"What each part adds to the p99: the cadence validation {a - b:+.2f} s "

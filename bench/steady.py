@@ -137,7 +137,7 @@ class LogWatcher:
                     self.seen_at[seq] = seen
                     new += 1
         self.commits.append({"version": version, "seen": seen, "rows": new,
-                             "operation": info.get("operation", "?")})
+                             "operation": info.get("operation", "?"), **batch_timing(info)})
 
     def start(self) -> LogWatcher:
         """Start polling."""
@@ -160,6 +160,24 @@ class LogWatcher:
                                                   columns=["event_id"]).column("event_id")
                     .to_pylist()]
         return ids
+
+
+def batch_timing(info: dict[str, Any]) -> dict[str, float]:
+    """A deltasink commit's own timings, from its ``commitInfo``: ``start`` (the batch's start,
+    epoch s, from the userMetadata), ``committed`` (the commit's timestamp), ``read_parse`` and
+    ``quarantine`` (the sink's stage seconds) and ``merge`` (Delta's ``executionTimeMs`` of the
+    MERGE and its commit). Empty for a commit that is not a deltasink batch's."""
+    try:
+        body = json.loads(info.get("userMetadata") or "{}").get("deltasink", {})
+        counts = body["batch"]
+        start = datetime.fromisoformat(str(counts["started_at"])).timestamp()
+    except (ValueError, KeyError, TypeError, AttributeError):
+        return {}
+    stages = counts.get("stage_seconds", {})
+    merge_ms = (info.get("operationMetrics") or {}).get("executionTimeMs")
+    return {"start": start, "committed": float(info.get("timestamp", 0)) / 1000,
+            **{k: float(stages[k]) for k in ("read_parse", "quarantine") if k in stages},
+            **({"merge": float(merge_ms) / 1000} if merge_ms is not None else {})}
 
 
 def latencies(sent_at: list[float], seen_at: dict[int, float], since: float = 0.0,
