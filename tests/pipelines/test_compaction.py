@@ -4,18 +4,23 @@ issue 46), on the real broker and real Delta tables, and stays exactly once."""
 from __future__ import annotations
 
 import re
+import signal
+import time
 import uuid
 from pathlib import Path
 
 import pytest
 from pyspark.sql import SparkSession
 
+from pipelines.config.loader import load_config
 from pipelines.kafka.broker import EmbeddedBroker
 from pipelines.kafka.produce import produce_events
 from pipelines.run import run_pipeline
+from pipelines.runtime.connect_server import ConnectServer
 from pipelines.sink.merge import AUTO_COMPACT
+from tests.support import runner
 from tests.support.checker import check
-from tests.support.configs import make_config
+from tests.support.configs import make_config, write_config
 
 #: Delta compacts a partition once it holds this many small files (50 by default).
 MIN_FILES = AUTO_COMPACT.removesuffix(".enabled") + ".minNumFiles"
@@ -57,3 +62,46 @@ def test_a_continuous_run_compacts_its_target_as_it_streams_and_stays_exactly_on
     # A rerun finds nothing new: the compactions are not batches, and no offset moved back.
     again = run_pipeline(spark, cfg, validate=False, progress=lambda _l: None)
     assert again.records_in == 0 and again.inserted == 0
+
+
+@pytest.mark.extended
+@pytest.mark.slow
+def test_a_continuous_run_through_spark_connect_compacts_its_target_and_stays_exactly_once(
+        spark: SparkSession, broker: EmbeddedBroker, connect_server: ConnectServer,
+        lake: Path) -> None:
+    """The same through Spark's own Connect server: the MERGE with auto-compaction runs in the
+    server's ``foreachBatch`` worker, in the session the client's query started from, with the
+    client's settings (``spark.conf``) in it. A ``deltasink`` process, stopped by Ctrl-C to its
+    process group once the target holds every event."""
+    topic = f"compact-connect-{uuid.uuid4().hex[:8]}"
+    path = write_config(lake, broker.bootstrap_servers, topic,
+                        spark={"remote": connect_server.url, "conf": {MIN_FILES: "3"}},
+                        source={"max_records_per_batch": 60})
+    cfg = load_config(path, environ={})
+    sent = produce_events(broker.bootstrap_servers, topic, 400, duplicate_rate=0.1,
+                          poison_rate=0.01, seed=47)
+    target = Path(cfg.target.path or "")
+    polled = [0.0]
+
+    def landed() -> bool:  # every event in the target (read at most every 2 s)
+        if time.monotonic() - polled[0] < 2 or not (target / "_delta_log").exists():
+            return False
+        polled[0] = time.monotonic()
+        return cfg.target.ref.read(spark).count() >= len(sent.event_ids)
+
+    stopped = runner.deltasink("run", "--config", str(path), "--no-validate", "--trigger",
+                               "continuous", "--interval", "1s", kill_when=landed,
+                               kill_after=0.0, kill_with=signal.SIGINT)
+    assert stopped.returncode == 0, stopped.stdout[-3000:] + stopped.stderr[-3000:]
+    batches = [ln for ln in stopped.stdout.splitlines() if BATCH.match(ln)]
+    assert len(batches) >= 7, stopped.stdout[-3000:]
+
+    history = cfg.target.ref.history(spark).collect()
+    assert any(r["operation"] == "OPTIMIZE" for r in history), [r["operation"] for r in history]
+    files = spark.sql(f"DESCRIBE DETAIL delta.`{cfg.target.path}`").first()["numFiles"]
+    assert files < len(batches), (files, len(batches))
+    verdict = check(spark, cfg, sent.event_ids, sum(sent.poison.values()))
+    assert verdict.clean, verdict
+    again = runner.run(path)  # nothing new: the compactions are not batches
+    assert again.returncode == 0, again.stderr[-3000:]
+    assert "in=0 inserted=0" in again.stdout, again.stdout[-2000:]
