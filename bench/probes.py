@@ -68,6 +68,12 @@ def folder(path: Path) -> tuple[int, int]:
     return files, size
 
 
+def names(folder: Path) -> int:
+    """Files directly in ``folder`` but Hadoop's ``.crc`` checksums (0 when it is missing)."""
+    return sum(1 for p in folder.iterdir() if not p.name.endswith(".crc")) \
+        if folder.is_dir() else 0
+
+
 def log_entries(table: Path) -> int:
     """Entries in a Delta table's ``_delta_log`` folder (commits, checkpoints, checksums)."""
     log = table / "_delta_log"

@@ -31,6 +31,7 @@ import yaml
 
 from bench import env, probes, steady
 from bench.charts import xychart
+from bench.soak_goals import judge, render_goals
 
 RESULTS = Path(__file__).resolve().parent / "results"
 TOPIC = "soak"
@@ -61,6 +62,8 @@ def sample(work: Path, proc_pid: int, watcher: steady.LogWatcher, feeder: steady
         "target_log_entries": probes.log_entries(work / "target"),
         "target_commits": probes.newest_version(work / "target") + 1,
         "checkpoint_files": files, "checkpoint_mib": round(size / 2**20, 2),
+        "spark_checkpoint_files": sum(probes.names(work / "checkpoint" / sub)
+                                      for sub in ("offsets", "commits")),
         "lease_commits": probes.newest_version(work / "checkpoint/_deltasink/lease_table") + 1,
         "metrics_commits": probes.newest_version(work / "lake/_quality/run_metrics") + 1,
         "verdicts_commits": probes.newest_version(work / "lake/_quality/results") + 1,
@@ -74,15 +77,16 @@ def sample(work: Path, proc_pid: int, watcher: steady.LogWatcher, feeder: steady
 
 COLUMNS = ("minute", "load1", "rss_python_mib", "rss_jvm_mib", "heap_after_gc_mib",
            "target_live_files", "target_log_entries", "target_commits", "checkpoint_files",
-           "checkpoint_mib", "lease_commits", "metrics_commits", "verdicts_commits", "batches",
-           "batch_median_s", "latency_p50_s", "latency_p99_s")
+           "checkpoint_mib", "spark_checkpoint_files", "lease_commits", "metrics_commits",
+           "verdicts_commits", "batches", "batch_median_s", "latency_p50_s", "latency_p99_s")
 
 
 def render(results: dict[str, Any], meta: dict[str, Any]) -> str:
     """The report: the figures over time, charts, and the exactly-once check."""
     rows = results["samples"]
     lines = ["# deltasink benchmark: a continuous run for half an hour (soak)", "",
-             f"Run {meta['started']} on {meta['host']} ({meta['cores']} cores, shared): "
+             f"Run {meta['started']} on {meta['host']} ({meta['cores']} cores; the load "
+             "average says what else ran): "
              f"`deltasink run --trigger continuous --interval {meta['interval']}`, fed "
              f"{meta['rate']:,} events/s for {meta['minutes']} min, sampled every "
              f"{meta['every']} s. Build: {meta['build']}. Load average at start "
@@ -95,12 +99,15 @@ def render(results: dict[str, Any], meta: dict[str, Any]) -> str:
     lines += ["", f"Exactly once, from the target's files after the run stopped: {check} "
               f"(exit code {results['exit_code']}; events not landed when it stopped were "
               f"landed by a catch-up run first: {results.get('catch_up_run')}).", ""]
+    lines += ["Goals (`bench/soak_goals.py` states each rule):", "",
+              *render_goals(judge(rows, check)), ""]
     minutes = [r["minute"] for r in rows]
     for title, keys in (("driver memory (MiB)", ("rss_jvm_mib", "rss_python_mib",
                                                  "heap_after_gc_mib")),
                         ("target: live data files and _delta_log entries",
                          ("target_live_files", "target_log_entries")),
-                        ("checkpoint folder: files", ("checkpoint_files",)),
+                        ("checkpoint folder: files", ("checkpoint_files",
+                                                      "spark_checkpoint_files")),
                         ("bookkeeping commits", ("lease_commits", "metrics_commits",
                                                  "verdicts_commits")),
                         ("latency p50 / p99 and batch median (s)",
