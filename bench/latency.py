@@ -121,6 +121,16 @@ def stage_figures(commits: list[dict[str, Any]]) -> dict[str, dict[str, float]]:
             for part, values in parts.items() if values}
 
 
+def render_parts(timed: dict[str, dict[str, dict[str, float]]]) -> list[str]:
+    """A markdown table of :func:`stage_figures`, one row per run."""
+    lines = ["| run | " + " | ".join(PARTS) + " |", "|---" * (len(PARTS) + 1) + "|"]
+    for run, parts in timed.items():
+        lines.append(f"| {run} | " + " | ".join(
+            f"{parts[p]['median']} / {parts[p]['max']}" if p in parts else "-"
+            for p in PARTS) + " |")
+    return lines
+
+
 def render(results: dict[str, dict[str, Any]], meta: dict[str, Any]) -> str:
     """The report: p50, p99 and max per variant, the goal, and what each part adds."""
     goal = 2 * meta["interval_s"]
@@ -159,11 +169,7 @@ def render(results: dict[str, dict[str, Any]], meta: dict[str, Any]) -> str:
                   "(`merge`), the rest (offsets, lease and RESTORE checks, planning), and `idle`: "
                   "from a commit to the next batch's start in `foreachBatch` (Spark's own "
                   "trigger wait, offset fetch and checkpoint writes).", "",
-                  "| variant | " + " | ".join(PARTS) + " |", "|---" * (len(PARTS) + 1) + "|"]
-        for variant, parts in timed.items():
-            lines.append(f"| {variant} | " + " | ".join(
-                f"{parts[p]['median']} / {parts[p]['max']}" if p in parts else "-"
-                for p in PARTS) + " |")
+                  *render_parts(timed)]
     if all(v in results for v in VARIANTS):
         a, b, c = (results[v]["p99"] for v in VARIANTS)
         lines += ["", f"What each part adds to the p99: the cadence validation {a - b:+.2f} s "

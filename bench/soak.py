@@ -31,6 +31,7 @@ import yaml
 
 from bench import env, probes, steady
 from bench.charts import xychart
+from bench.latency import render_parts, stage_figures
 from bench.soak_goals import judge, render_goals
 
 RESULTS = Path(__file__).resolve().parent / "results"
@@ -101,6 +102,10 @@ def render(results: dict[str, Any], meta: dict[str, Any]) -> str:
               f"landed by a catch-up run first: {results.get('catch_up_run')}).", ""]
     lines += ["Goals (`bench/soak_goals.py` states each rule):", "",
               *render_goals(judge(rows, check)), ""]
+    if results.get("stages"):
+        lines += ["Where a batch's seconds go, read from each batch's own commit over the last "
+                  "two thirds of the run (`bench/latency.py`, `stage_figures`; median / max):",
+                  "", *render_parts({"soak": results["stages"]}), ""]
     minutes = [r["minute"] for r in rows]
     for title, keys in (("driver memory (MiB)", ("rss_jvm_mib", "rss_python_mib",
                                                  "heap_after_gc_mib")),
@@ -164,7 +169,9 @@ def main(argv: list[str] | None = None) -> int:
                     time.sleep(1)
             watcher.stop()
             caught_up = steady.catch_up(work / "pipeline.yml", log, watcher, sent)
+            timed = [c for c in watcher.commits if "start" in c]
             results = {"samples": samples, "exactly_once": steady.exactly_once(watcher, sent),
+                       "stages": stage_figures(timed[len(timed) // 3:]),  # past the warm-up
                        "catch_up_run": caught_up,
                        "exit_code": proc.returncode,
                        "log_tail": log.read_text(errors="replace").splitlines()[-20:]}

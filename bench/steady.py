@@ -166,7 +166,10 @@ def batch_timing(info: dict[str, Any]) -> dict[str, float]:
     """A deltasink commit's own timings, from its ``commitInfo``: ``start`` (the batch's start,
     epoch s, from the userMetadata), ``committed`` (the commit's timestamp), ``read_parse`` and
     ``quarantine`` (the sink's stage seconds) and ``merge`` (Delta's ``executionTimeMs`` of the
-    MERGE and its commit). Empty for a commit that is not a deltasink batch's."""
+    MERGE and its commit). Empty for a commit that is not a deltasink batch's, an auto-compaction's
+    ``OPTIMIZE`` included (Delta copies the batch's userMetadata into it)."""
+    if info.get("operation") == "OPTIMIZE":
+        return {}
     try:
         body = json.loads(info.get("userMetadata") or "{}").get("deltasink", {})
         counts = body["batch"]

@@ -27,8 +27,10 @@ def test_a_batch_commit_gives_its_start_commit_and_stage_seconds() -> None:
     assert timing == {"start": 100.0, "committed": 104.5, "read_parse": 1.25, "merge": 2.0}
 
 
-def test_a_commit_of_another_writer_gives_no_timing() -> None:
-    assert batch_timing({"operation": "OPTIMIZE", "timestamp": 1}) == {}
+def test_a_commit_of_another_writer_or_a_compaction_gives_no_timing() -> None:
+    compaction = {**_commit_info(100.0, 104.5, 1.25, 2_000), "operation": "OPTIMIZE"}
+    assert batch_timing(compaction) == {}  # it carries the batch's userMetadata, copied
+    assert batch_timing({"operation": "WRITE", "timestamp": 1}) == {}
     assert batch_timing({"userMetadata": "not json"}) == {}
 
 
