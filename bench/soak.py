@@ -106,6 +106,8 @@ def render(results: dict[str, Any], meta: dict[str, Any]) -> str:
         lines += ["Where a batch's seconds go, read from each batch's own commit over the last "
                   "two thirds of the run (`bench/latency.py`, `stage_figures`; median / max):",
                   "", *render_parts({"soak": results["stages"]}), ""]
+        if results.get("stages_note"):
+            lines += [f"({results['stages_note']}.)", ""]
     minutes = [r["minute"] for r in rows]
     for title, keys in (("driver memory (MiB)", ("rss_jvm_mib", "rss_python_mib",
                                                  "heap_after_gc_mib")),
