@@ -99,7 +99,7 @@ def run_variant(variant: str, work: Path, bootstrap: str, args: argparse.Namespa
             "log_tail": text.splitlines()[-8:]}
 
 
-#: A batch's parts, as its commit records them (``steady.batch_timing``): to its commit, the
+#: A batch's parts, as its commit records them (``probes.batch_timing``): to its commit, the
 #: preparation job, the quarantine's MERGE, Delta's target MERGE and commit, and the rest (the
 #: offsets, lease and RESTORE checks, planning); then from a commit to the next batch's start.
 PARTS = ("batch", "read_parse", "quarantine", "merge", "other", "idle")

@@ -2,14 +2,18 @@
 
 Used by ``bench.soak`` (every few minutes) and ``bench.latency`` (the load): the process's and
 its JVM's resident set, the JVM heap after a full GC, files and bytes under a folder, and a
-Delta table's log entries and newest version, read from its ``_delta_log`` files.
+Delta table's log entries and newest version, read from its ``_delta_log`` files, and a
+batch's own timings from its commit.
 """
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
+from datetime import datetime
 from pathlib import Path
+from typing import Any
 
 
 def jvm_child(pid: int) -> int | None:
@@ -90,3 +94,24 @@ def newest_version(table: Path) -> int:
 def load1() -> float:
     """The 1-minute load average."""
     return round(os.getloadavg()[0], 2)
+
+
+def batch_timing(info: dict[str, Any]) -> dict[str, float]:
+    """A deltasink commit's own timings, from its ``commitInfo``: ``start`` (the batch's start,
+    epoch s, from the userMetadata), ``committed`` (the commit's timestamp), ``read_parse`` and
+    ``quarantine`` (the sink's stage seconds) and ``merge`` (Delta's ``executionTimeMs`` of the
+    MERGE and its commit). Empty for a commit that is not a deltasink batch's, an auto-compaction's
+    ``OPTIMIZE`` included (Delta copies the batch's userMetadata into it)."""
+    if info.get("operation") == "OPTIMIZE":
+        return {}
+    try:
+        body = json.loads(info.get("userMetadata") or "{}").get("deltasink", {})
+        counts = body["batch"]
+        start = datetime.fromisoformat(str(counts["started_at"])).timestamp()
+    except (ValueError, KeyError, TypeError, AttributeError):
+        return {}
+    stages = counts.get("stage_seconds", {})
+    merge_ms = (info.get("operationMetrics") or {}).get("executionTimeMs")
+    return {"start": start, "committed": float(info.get("timestamp", 0)) / 1000,
+            **{k: float(stages[k]) for k in ("read_parse", "quarantine") if k in stages},
+            **({"merge": float(merge_ms) / 1000} if merge_ms is not None else {})}

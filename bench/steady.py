@@ -26,6 +26,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from bench import probes
 from pipelines.kafka.topics import client_config, ensure_topic
 
 #: How often the target's log is polled.
@@ -137,7 +138,7 @@ class LogWatcher:
                     self.seen_at[seq] = seen
                     new += 1
         self.commits.append({"version": version, "seen": seen, "rows": new,
-                             "operation": info.get("operation", "?"), **batch_timing(info)})
+                             "operation": info.get("operation", "?"), **probes.batch_timing(info)})
 
     def start(self) -> LogWatcher:
         """Start polling."""
@@ -160,27 +161,6 @@ class LogWatcher:
                                                   columns=["event_id"]).column("event_id")
                     .to_pylist()]
         return ids
-
-
-def batch_timing(info: dict[str, Any]) -> dict[str, float]:
-    """A deltasink commit's own timings, from its ``commitInfo``: ``start`` (the batch's start,
-    epoch s, from the userMetadata), ``committed`` (the commit's timestamp), ``read_parse`` and
-    ``quarantine`` (the sink's stage seconds) and ``merge`` (Delta's ``executionTimeMs`` of the
-    MERGE and its commit). Empty for a commit that is not a deltasink batch's, an auto-compaction's
-    ``OPTIMIZE`` included (Delta copies the batch's userMetadata into it)."""
-    if info.get("operation") == "OPTIMIZE":
-        return {}
-    try:
-        body = json.loads(info.get("userMetadata") or "{}").get("deltasink", {})
-        counts = body["batch"]
-        start = datetime.fromisoformat(str(counts["started_at"])).timestamp()
-    except (ValueError, KeyError, TypeError, AttributeError):
-        return {}
-    stages = counts.get("stage_seconds", {})
-    merge_ms = (info.get("operationMetrics") or {}).get("executionTimeMs")
-    return {"start": start, "committed": float(info.get("timestamp", 0)) / 1000,
-            **{k: float(stages[k]) for k in ("read_parse", "quarantine") if k in stages},
-            **({"merge": float(merge_ms) / 1000} if merge_ms is not None else {})}
 
 
 def latencies(sent_at: list[float], seen_at: dict[int, float], since: float = 0.0,

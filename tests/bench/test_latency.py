@@ -5,7 +5,7 @@ from __future__ import annotations
 from datetime import UTC, datetime
 
 from bench.latency import stage_figures
-from bench.steady import batch_timing
+from bench.probes import batch_timing
 from pipelines.ledger.record import commit_metadata
 from pipelines.sink.metrics import commit_counts
 
