@@ -59,6 +59,31 @@ def heap_after_gc_mib(jvm: int | None) -> float | None:
     return used / 1024
 
 
+def heap_top(jvm: int | None, count: int = 8) -> list[str]:
+    """The ``count`` classes holding the most live heap (``jcmd GC.class_histogram``, which
+    runs a full GC first), as ``"<MiB> MiB <class>"``; empty when it cannot be read."""
+    if jvm is None:
+        return []
+    try:
+        out = subprocess.run(["jcmd", str(jvm), "GC.class_histogram"], capture_output=True,
+                             text=True, timeout=120, check=True).stdout
+    except (OSError, subprocess.SubprocessError):
+        return []
+    return top_classes(out, count)
+
+
+def top_classes(histogram: str, count: int = 8) -> list[str]:
+    """The first ``count`` rows of a class histogram (``num: #instances #bytes class``)."""
+    rows = []
+    for line in histogram.splitlines():
+        parts = line.split()
+        if len(parts) >= 4 and parts[0].rstrip(":").isdigit() and parts[2].isdigit():
+            rows.append(f"{int(parts[2]) / 2**20:.0f} MiB {parts[3]}")
+        if len(rows) == count:
+            break
+    return rows
+
+
 def folder(path: Path) -> tuple[int, int]:
     """Files and bytes under ``path``."""
     files = size = 0

@@ -35,6 +35,9 @@ from bench.latency import render_parts, stage_figures
 from bench.soak_goals import judge, render_goals
 
 RESULTS = Path(__file__).resolve().parent / "results"
+#: A sample whose heap after a full GC is this many times the first one's also records the
+#: classes that hold the most of it (``jcmd GC.class_histogram``).
+JUMP = 1.5
 TOPIC = "soak"
 
 
@@ -100,6 +103,10 @@ def render(results: dict[str, Any], meta: dict[str, Any]) -> str:
     lines += ["", f"Exactly once, from the target's files after the run stopped: {check} "
               f"(exit code {results['exit_code']}; events not landed when it stopped were "
               f"landed by a catch-up run first: {results.get('catch_up_run')}).", ""]
+    for row in rows:
+        if row.get("heap_top"):
+            lines += [f"Heap after GC {row['heap_after_gc_mib']} MiB at minute {row['minute']}, "
+                      f"its largest classes: {', '.join(row['heap_top'])}.", ""]
     lines += ["Goals (`bench/soak_goals.py` states each rule):", "",
               *render_goals(judge(rows, check)), ""]
     if results.get("stages"):
@@ -161,6 +168,9 @@ def main(argv: list[str] | None = None) -> int:
                 while time.time() - start < args.minutes * 60 and proc.poll() is None:
                     time.sleep(min(args.every, max(1.0, start + args.minutes * 60 - time.time())))
                     row = sample(work, proc.pid, watcher, feeder, log, since, start)
+                    first = samples[0]["heap_after_gc_mib"] if samples else None
+                    if first and row["heap_after_gc_mib"] > JUMP * first:  # what holds it
+                        row["heap_top"] = probes.heap_top(probes.jvm_child(proc.pid))
                     since = time.time()
                     samples.append(row)
                     print(f"[soak {time.strftime('%H:%M:%S')}] {row}", flush=True)
