@@ -103,6 +103,8 @@ def run_variant(variant: str, work: Path, bootstrap: str, args: argparse.Namespa
 #: preparation job, the quarantine's MERGE, Delta's target MERGE and commit, and the rest (the
 #: offsets, lease and RESTORE checks, planning); then from a commit to the next batch's start.
 PARTS = ("batch", "read_parse", "quarantine", "merge", "other", "idle")
+#: The parts a commit records itself; ``other`` is the batch less these.
+RECORDED = ("read_parse", "quarantine", "merge")
 
 
 def stage_figures(commits: list[dict[str, Any]]) -> dict[str, dict[str, float]]:
@@ -111,10 +113,9 @@ def stage_figures(commits: list[dict[str, Any]]) -> dict[str, dict[str, float]]:
     for before, commit in zip([None, *commits], commits, strict=False):
         took = commit["committed"] - commit["start"]
         parts["batch"].append(took)
-        for part in ("read_parse", "quarantine", "merge"):
+        for part in RECORDED:
             parts[part].append(commit.get(part, 0.0))
-        parts["other"].append(took - sum(commit.get(p, 0.0)
-                                         for p in ("read_parse", "quarantine", "merge")))
+        parts["other"].append(took - sum(commit.get(p, 0.0) for p in RECORDED))
         if before is not None:
             parts["idle"].append(commit["start"] - before["committed"])
     return {part: {"median": round(statistics.median(values), 2), "max": round(max(values), 2)}
