@@ -65,12 +65,22 @@ def _command(kind: str, bootstrap: str, topic: str, work: Path, batch: int) -> l
             *(["--no-validate"] if kind == "no-validate" else [])]
 
 
-def run_once(kind: str, bootstrap: str, topic: str, work: Path, batch: int) -> dict[str, float]:
-    """One cold process; its wall seconds and its phases (``launch`` derived)."""
+def run_once(kind: str, bootstrap: str, topic: str, work: Path, batch: int,
+             event_log: Path | None = None) -> dict[str, float]:
+    """One cold process; its wall seconds and its phases (``launch`` derived).
+
+    With ``event_log``, the process's Spark writes its event log into that folder
+    (``python -m bench.eventlog`` reads it), set where PySpark launches the JVM, so the plain
+    script and ``deltasink run`` get it the same way.
+    """
     work.mkdir(parents=True, exist_ok=True)
     # The process runs in its own folder, where the plain script's ``bench`` is not importable.
-    root = {"PYTHONPATH": str(Path(__file__).resolve().parent.parent)} if kind == "plain" else {}
-    return time_process(kind, _command(kind, bootstrap, topic, work, batch), work, root)
+    extra = {"PYTHONPATH": str(Path(__file__).resolve().parent.parent)} if kind == "plain" else {}
+    if event_log is not None:
+        event_log.mkdir(parents=True, exist_ok=True)
+        extra["PYSPARK_SUBMIT_ARGS"] = (f"--conf spark.eventLog.enabled=true "
+                                        f"--conf spark.eventLog.dir={event_log} pyspark-shell")
+    return time_process(kind, _command(kind, bootstrap, topic, work, batch), work, extra)
 
 
 def time_process(kind: str, command: list[str], work: Path,
@@ -147,6 +157,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--prime", type=int, default=1000,
                         help="events of the untimed first run with --tables existing "
                              "(default: %(default)s)")
+    parser.add_argument("--event-log", type=Path, metavar="DIR",
+                        help="each timed process writes its Spark event log under DIR/<events>-"
+                             "<kind>-<pass>/ (read it with python -m bench.eventlog)")
     parser.add_argument("--out", type=Path, default=RESULTS, help="report folder")
     args = parser.parse_args(argv)
     sizes = [int(s) for s in args.sizes.split(",")]
@@ -176,8 +189,10 @@ def main(argv: list[str] | None = None) -> int:
                         say(f"produced {events:,} events to {topic}")
                     for kind in (KINDS if n % 2 == 0 else tuple(reversed(KINDS))):
                         folder = f"{events}-{kind}" if existing else f"{events}-{kind}-{n}"
+                        log = (args.event_log.resolve() / f"{events}-{kind}-{n + 1}"
+                               if args.event_log else None)
                         took = run_once(kind, node.bootstrap_servers, topic, work / folder,
-                                        args.batch)
+                                        args.batch, log)
                         results[events][kind].append(took)
                         say(f"{events:,} events, {kind} (pass {n + 1}): {took['wall']:.1f}s "
                             f"(load {env.load()})")
