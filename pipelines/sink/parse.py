@@ -39,6 +39,8 @@ from schemas.base import KAFKA_KEY, KAFKA_KEY_COLUMN, KAFKA_TIMESTAMP, EventSche
 #: The byte order mark, as text: skipped before a JSON value.
 BOM = "\ufeff"
 _V = "_variant"
+#: Prefix of the columns holding each top-level field's variant (dropped by ``classify``).
+_FIELD = "_field_"
 _AVRO = "_avro_json"
 INGESTED_AT = "ingested_at"
 QUARANTINE_COLUMNS = ("kafka_topic", "kafka_partition", "kafka_offset", "kafka_timestamp",
@@ -46,8 +48,22 @@ QUARANTINE_COLUMNS = ("kafka_topic", "kafka_partition", "kafka_offset", "kafka_t
                       "record_hash", "redriven_at", "redriven_version")
 
 
-def _field_variant(spec: FieldSpec) -> Column:
-    return fields.child(F.col(_V), spec.name)
+def _field_variant(schema: EventSchema, spec: FieldSpec) -> Column:
+    """The column holding the variant of top-level field ``spec`` (see :func:`_with_fields`)."""
+    return F.col(f"{_FIELD}{schema.fields.index(spec)}")
+
+
+def _with_fields(parsed: DataFrame, schema: EventSchema) -> DataFrame:
+    """``parsed`` with each top-level field's variant as a column of its own, once per row.
+
+    A field's checks and its value all read its variant. Written inline, each of them carried
+    its own ``variant_get`` of the record, and the generated code took more of them per row than
+    one. Measured warm on ``events_v1`` (one session, alternating, medians of four): 500,000
+    records took 8.5 s to classify before, 6.5 s after; the rows are the same. The guard keeps
+    the optimizer from inlining the column back into each use.
+    """
+    return parsed.withColumns({f"{_FIELD}{i}": _once_per_row(fields.child(F.col(_V), spec.name))
+                               for i, spec in enumerate(schema.fields)})
 
 
 def _once_per_row(expr: Column) -> Column:
@@ -110,8 +126,9 @@ def classify(raw: DataFrame, schema: EventSchema, max_record_bytes: int,
         parsed = parsed.withColumn(_V, _once_per_row(F.when(
             avro_values.decoded(F.col(_AVRO)), F.try_parse_json(F.col(_AVRO)))))
         envelope += avro_values.checks(value, F.col(_AVRO), avro)
+    parsed = _with_fields(parsed, schema)
     checks = envelope + [c for spec in schema.fields
-                         for c in fields.checks(spec, _field_variant(spec), spec.name)]
+                         for c in fields.checks(spec, _field_variant(schema, spec), spec.name)]
     if KAFKA_KEY in schema.keys:
         checks.append((F.col("key").isNull(), f"missing:{KAFKA_KEY}"))
         checks.append((~F.is_valid_utf8(F.col("key")), f"invalid_utf8:{KAFKA_KEY}"))
@@ -121,10 +138,11 @@ def classify(raw: DataFrame, schema: EventSchema, max_record_bytes: int,
     reason = F.coalesce(*[F.when(cond, F.lit(text) if isinstance(text, str) else text)
                           for cond, text in checks])
     event_time = F.col("timestamp") if schema.time_field == KAFKA_TIMESTAMP else \
-        fields.value_of(schema.field(schema.time_field), _field_variant(schema.field(
-            schema.time_field)))
+        fields.value_of(schema.field(schema.time_field), _field_variant(
+            schema, schema.field(schema.time_field)))
     return parsed.select(
-        *[fields.value_of(spec, _field_variant(spec)).alias(spec.name) for spec in schema.fields],
+        *[fields.value_of(spec, _field_variant(schema, spec)).alias(spec.name)
+          for spec in schema.fields],
         *[_header(raw, header).alias(column) for column, header in schema.headers],
         F.to_date(fields.utc(event_time)).alias("event_date"),
         F.col("topic").alias("kafka_topic"),
