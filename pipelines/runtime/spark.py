@@ -67,6 +67,12 @@ LOCAL_CONF: dict[str, str] = {
     "spark.sql.streaming.minBatchesToRetain": "100",
     "spark.sql.streaming.kafka.useDeprecatedOffsetFetching": "false",
     "spark.sql.adaptive.enabled": "true",
+    # PySpark's DataFrame debugging records the Python call site of every function call in the
+    # JVM, about five Py4J calls for each of the ~160 functions a batch's preparation calls.
+    # Measured warm at 5,000 records: the preparation took 1.38 / 1.66 s with it and
+    # 0.90 / 0.95 s without (bench/README.md, "Profile"). Errors keep their message, without
+    # PySpark's "== DataFrame ==" call-site lines. Read once per process, at the first call.
+    "spark.python.sql.dataFrameDebugging.enabled": "false",
     # VACUUM lists files with this many tasks; the default (10000) takes a minute locally.
     "spark.sql.sources.parallelPartitionDiscovery.parallelism": "4",
 }
