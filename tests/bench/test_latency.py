@@ -42,4 +42,3 @@ def test_the_parts_split_each_batch_and_the_idle_time_between_batches() -> None:
     assert parts["merge"] == {"median": 2.5, "max": 3.0}
     assert parts["other"] == {"median": 1.0, "max": 1.0}  # 4-1-2 and 6-2-3
     assert parts["idle"] == {"median": 0.5, "max": 0.5}  # one gap: 104.0 -> 104.5
-

@@ -40,7 +40,6 @@ def test_the_spark_connect_server_jvm_runs_with_them_too(connect_server: Connect
     assert all(set(SHORT_RUN_JIT.split()) <= set(argv) for argv in javas)
 
 
-
 def test_a_local_session_runs_without_pyspark_s_call_site_capture(spark: SparkSession) -> None:
     """PySpark's DataFrame debugging adds ~5 Py4J calls to every function call of a batch."""
     from pyspark.errors.utils import is_debugging_enabled
