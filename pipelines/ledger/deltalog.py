@@ -8,11 +8,13 @@ so the newest ones can be found and opened by name instead, through Spark
 
 - the newest version: ``_last_checkpoint`` names a version Delta checkpointed (every ten
   commits), and one glob over the names that share its leading digits lists the commits after it
-  (two Spark jobs, whatever the history's length; a further glob only past 100 commits without a
-  checkpoint);
-- the newest ``n`` commits' files are read in one Spark job; each commit's timestamp is its
-  file's modification time, which is what ``DESCRIBE HISTORY`` reports and what ``RESTORE TO
-  TIMESTAMP`` resolves against.
+  (two Spark jobs; a further glob only past 100 commits without a checkpoint). Hadoop lists the
+  folder to match that glob, so this read does grow with the log: a run does it when it starts,
+  and a batch only when the table moved on too far since its last look (:meth:`near`);
+- the newest ``n`` commits' files are read in one Spark job, each name looked up by itself
+  (:func:`pipelines.storage.store.named`): this is each batch's read, and its cost stays flat
+  however long the log grows. Each commit's timestamp is its file's modification time, which is
+  what ``DESCRIBE HISTORY`` reports and what ``RESTORE TO TIMESTAMP`` resolves against.
 
 Only tables addressed by path use it. Catalog tables (``ref.name``) keep ``DESCRIBE HISTORY``:
 on Unity Catalog the storage is the catalog's.
@@ -30,8 +32,10 @@ from pipelines.storage.store import Store
 #: Versions one glob covers: the last ``_WIDTH`` digits of the 20-digit name are wildcards.
 _WIDTH = 2
 
-#: How far past a known version :meth:`DeltaLogFiles.near` looks for the newest one.
-NEAR = 32
+#: How far past a known version :meth:`DeltaLogFiles.near` looks for the newest one. A running
+#: query's table moves by one or two versions a batch (its MERGE, now and then a compaction);
+#: each name past the newest is one lookup that finds nothing (two requests on S3).
+NEAR = 8
 
 
 @dataclass(frozen=True)

@@ -77,12 +77,8 @@ class Store:
         wanted = sorted(set(names))
         if not wanted:
             return {}
-        base = _escape(folder.rstrip("/"))
-        escaped = [_escape(n).replace(",", r"\,") for n in wanted]
-        pattern = f"{base}/{escaped[0]}" if len(escaped) == 1 else \
-            f"{base}/{{{','.join(escaped)}}}"
         out: dict[str, tuple[str, int]] = {}
-        for row in self._rows([pattern], content=True):
+        for row in self._rows([named(folder, wanted)], content=True):
             name = _key(str(row["path"])).rpartition("/")[2]
             if name in wanted:
                 out[name] = (bytes(row["content"]).decode("utf-8", errors="replace"),
@@ -133,6 +129,29 @@ class Store:
                 return False
             raise
         return True
+
+
+def named(folder: str, names: list[str]) -> str:
+    """A Hadoop glob that matches exactly the ``names`` of ``folder``, looked up one by one.
+
+    Hadoop expands a brace pair that holds a ``/`` into one pattern per alternative, and looks a
+    pattern without wildcards up by itself (one ``getFileStatus``; a missing name matches
+    nothing). A brace of bare names, ``folder/{a,b}``, would instead list the whole folder and
+    match every entry: a cost that grows with the folder, which for a table's ``_delta_log`` is
+    its history (bench/README.md, "Reading the log by name"). So the folder's own name goes
+    inside the braces: ``parent/{folder/a,folder/b}``. A folder whose own name holds a glob
+    character other than ``,`` (Hadoop's expansion drops escapes inside braces) keeps the
+    listing: correct, only slower.
+    """
+    base = folder.rstrip("/")
+    escaped = [_escape(n).replace(",", r"\,") for n in names]
+    parent, _, leaf = base.rpartition("/")
+    if len(escaped) == 1 or not leaf or not parent or parent.endswith((":", "/")) \
+            or _escape(leaf) != leaf:
+        return f"{_escape(base)}/{escaped[0]}" if len(escaped) == 1 else \
+            f"{_escape(base)}/{{{','.join(escaped)}}}"
+    inner = _escape(leaf).replace(",", r"\,")
+    return f"{_escape(parent)}/{{{','.join(f'{inner}/{n}' for n in escaped)}}}"
 
 
 def _escape(text: str) -> str:

@@ -7,7 +7,7 @@ from pathlib import Path
 
 from pyspark.sql import SparkSession
 
-from pipelines.ledger.deltalog import DeltaLogFiles
+from pipelines.ledger.deltalog import NEAR, DeltaLogFiles
 from pipelines.storage.store import Store
 from pipelines.storage.tables import TableRef
 
@@ -72,6 +72,6 @@ def test_a_version_read_before_finds_the_newest_commits_in_one_read_or_says_it_c
         info = {"commitInfo": {"operation": "WRITE", "userMetadata": f"v{version}"}}
         (log / f"{version:020d}.json").write_text(json.dumps(info) + "\n")
     files = DeltaLogFiles(Store(spark), str(lake / "t"))
-    assert [c.version for c in files.near(40, 3) or []] == [49, 48, 47]
-    assert files.near(10, 3) is None  # 49 >= 10 + NEAR - 1: there may be newer ones
+    assert [c.version for c in files.near(49 - NEAR + 3, 3) or []] == [49, 48, 47]
+    assert files.near(10, 3) is None  # 10 + NEAR - 1 exists: there may be newer ones
     assert files.near(60, 3) is None  # the hint is past the log (a replaced table)
