@@ -50,6 +50,7 @@ chaos: install
 bench: install
 	$(PY) -m bench.run
 	$(PY) -m bench.startup
+	$(PY) -m bench.log_reads
 	$(PY) -m bench.scheduled
 	$(PY) -m bench.parse
 	$(PY) -m bench.connect
