@@ -10,7 +10,10 @@ so the newest ones can be found and opened by name instead, through Spark
   commits), and one glob over the names that share its leading digits lists the commits after it
   (two Spark jobs; a further glob only past 100 commits without a checkpoint). Hadoop lists the
   folder to match that glob, so this read does grow with the log: a run does it when it starts,
-  and a batch only when the table moved on too far since its last look (:meth:`near`);
+  and a batch only when the table moved on too far since its last look (:meth:`near`). Spark's
+  file sources do not read ``_last_checkpoint`` (a name starting with ``_``), so the globs start
+  at version 0; past :data:`_GLOBS` of them the log is left to ``DESCRIBE HISTORY`` (one
+  listing, in the JVM);
 - the newest ``n`` commits' files are read in one Spark job, each name looked up by itself
   (:func:`pipelines.storage.store.named`): this is each batch's read, and its cost stays flat
   however long the log grows. Each commit's timestamp is its file's modification time, which is
@@ -31,6 +34,12 @@ from pipelines.storage.store import Store
 
 #: Versions one glob covers: the last ``_WIDTH`` digits of the 20-digit name are wildcards.
 _WIDTH = 2
+
+#: Globs :meth:`DeltaLogFiles.latest_version` makes before it leaves a long log to Delta. Spark's
+#: file sources leave out names starting with ``_``, so ``_last_checkpoint`` is not read through
+#: them (found 2026-11-29) and the walk starts at version 0; each glob lists the whole folder,
+#: so an unbounded walk cost one listing per 100 versions (173 a day at a 5 s trigger).
+_GLOBS = 3
 
 #: How far past a known version :meth:`DeltaLogFiles.near` looks for the newest one. A running
 #: query's table moves by one or two versions a batch (its MERGE, now and then a compaction);
@@ -70,7 +79,8 @@ class DeltaLogFiles:
         return f"{self.location.rstrip('/')}/_delta_log"
 
     def latest_version(self) -> int | None:
-        """The newest committed version, or None when the log holds no commit file."""
+        """The newest committed version; None when the log holds no commit file, or more than
+        :data:`_GLOBS` blocks of 100 from where the walk starts (the caller then asks Delta)."""
         text = self.store.read_text(f"{self._folder}/_last_checkpoint")
         try:
             low = int(json.loads(text)["version"]) if text else 0
@@ -79,7 +89,7 @@ class DeltaLogFiles:
         span = 10 ** _WIDTH
         block = low // span
         latest: int | None = None
-        while True:  # each glob lists the commits named block*span .. block*span + span-1
+        for _ in range(_GLOBS):  # each glob lists the commits named block*span .. +span-1
             prefix = f"{block * span:020d}"[:-_WIDTH]
             found = [int(name[:20]) for name in self.store.listing(
                 self._folder, prefix + "?" * _WIDTH + ".json")]
@@ -89,6 +99,7 @@ class DeltaLogFiles:
             if latest % span != span - 1:
                 return latest
             block += 1  # the block is full: the newest may be in the next one
+        return None  # a long log: each further glob would list the folder again
 
     def commits(self, versions: list[int]) -> dict[int, LogCommit]:
         """The ``commitInfo`` of each version whose file still exists, in one Spark job."""
@@ -120,7 +131,8 @@ class DeltaLogFiles:
         """The newest ``limit`` commits (all still in the log when None), newest first.
 
         None when the log cannot be read by name (no commit file where ``_last_checkpoint``
-        points, or no log at all): the caller then asks Delta's ``DESCRIBE HISTORY``.
+        points, a log too long to walk, or no log at all): the caller then asks Delta's
+        ``DESCRIBE HISTORY``.
         """
         latest = self.latest_version()
         if latest is None:

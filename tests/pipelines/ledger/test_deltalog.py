@@ -75,3 +75,19 @@ def test_a_version_read_before_finds_the_newest_commits_in_one_read_or_says_it_c
     assert [c.version for c in files.near(49 - NEAR + 3, 3) or []] == [49, 48, 47]
     assert files.near(10, 3) is None  # 10 + NEAR - 1 exists: there may be newer ones
     assert files.near(60, 3) is None  # the hint is past the log (a replaced table)
+
+
+def test_a_log_longer_than_three_blocks_is_left_to_delta_not_walked_glob_by_glob(
+        spark: SparkSession, lake: Path) -> None:
+    # Each glob lists the whole folder; Spark does not read _last_checkpoint (a "_" name), so
+    # a walk from version 0 would list it once per 100 versions.
+    log = lake / "t" / "_delta_log"
+    log.mkdir(parents=True)
+    (log / "_last_checkpoint").write_text(json.dumps({"version": 300, "size": 1}))
+    for version in range(0, 351):
+        (log / f"{version:020d}.json").write_text('{"commitInfo": {"operation": "WRITE"}}\n')
+    files = DeltaLogFiles(Store(spark), str(lake / "t"))
+    assert files.latest_version() is None
+    assert files.newest(3) is None  # state._history then asks DESCRIBE HISTORY
+    assert [c.version for c in files.near(349, 3) or []] == [350, 349, 348]  # a batch's read
+
