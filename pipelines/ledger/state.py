@@ -63,8 +63,10 @@ def _history(spark: SparkSession, ref: TableRef, limit: int | None,
              near: int | None = None) -> list[HistoryRow]:
     """The newest ``limit`` history rows (all when None), newest first.
 
-    A path table's commit files are opened by name (:mod:`pipelines.ledger.deltalog`), which costs
-    the same on a table with 10 commits as on one with 260,000; catalog tables use ``history()``.
+    A path table's commit files are opened by name (:mod:`pipelines.ledger.deltalog`): with a
+    ``near`` version the cost stays flat however long the log is; without one, finding the newest
+    version lists the folder, and a long log is left to ``history()`` (bench/README.md, "Start-up
+    on a long history"). Catalog tables use ``history()``.
     The whole history (``limit=None``) is left to ``history()`` too: one listing and a read in
     the JVM beat opening every commit file from Python (``DESCRIBE HISTORY LIMIT 4`` is four
     Spark jobs, measured; the reads by name are two or three, and one when ``near`` names a
