@@ -140,8 +140,8 @@ def named(folder: str, names: list[str]) -> str:
     match every entry: a cost that grows with the folder, which for a table's ``_delta_log`` is
     its history (bench/README.md, "Reading the log by name"). So the folder's own name goes
     inside the braces: ``parent/{folder/a,folder/b}``. A folder whose own name holds a glob
-    character other than ``,`` (Hadoop's expansion drops escapes inside braces) keeps the
-    listing: correct, only slower.
+    character other than ``,`` keeps the listing (correct, only slower): escaped inside the
+    braces, such a name matched nothing when tried.
     """
     base = folder.rstrip("/")
     escaped = [_escape(n).replace(",", r"\,") for n in names]
@@ -150,7 +150,7 @@ def named(folder: str, names: list[str]) -> str:
             or _escape(leaf) != leaf:
         return f"{_escape(base)}/{escaped[0]}" if len(escaped) == 1 else \
             f"{_escape(base)}/{{{','.join(escaped)}}}"
-    inner = _escape(leaf).replace(",", r"\,")
+    inner = leaf.replace(",", r"\,")
     return f"{_escape(parent)}/{{{','.join(f'{inner}/{n}' for n in escaped)}}}"
 
 
