@@ -145,13 +145,13 @@ def named(folder: str, names: list[str]) -> str:
     """
     base = folder.rstrip("/")
     escaped = [_escape(n).replace(",", r"\,") for n in names]
+    if len(escaped) == 1:
+        return f"{_escape(base)}/{escaped[0]}"
     parent, _, leaf = base.rpartition("/")
-    if len(escaped) == 1 or not leaf or not parent or parent.endswith((":", "/")) \
-            or _escape(leaf) != leaf:
-        return f"{_escape(base)}/{escaped[0]}" if len(escaped) == 1 else \
-            f"{_escape(base)}/{{{','.join(escaped)}}}"
-    inner = leaf.replace(",", r"\,")
-    return f"{_escape(parent)}/{{{','.join(f'{inner}/{n}' for n in escaped)}}}"
+    if parent and leaf and not parent.endswith((":", "/")) and _escape(leaf) == leaf:
+        inner = leaf.replace(",", r"\,")
+        return f"{_escape(parent)}/{{{','.join(f'{inner}/{n}' for n in escaped)}}}"
+    return f"{_escape(base)}/{{{','.join(escaped)}}}"
 
 
 def _escape(text: str) -> str:

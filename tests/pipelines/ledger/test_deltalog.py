@@ -90,4 +90,3 @@ def test_a_log_longer_than_three_blocks_is_left_to_delta_not_walked_glob_by_glob
     assert files.latest_version() is None
     assert files.newest(3) is None  # state._history then asks DESCRIBE HISTORY
     assert [c.version for c in files.near(349, 3) or []] == [350, 349, 348]  # a batch's read
-

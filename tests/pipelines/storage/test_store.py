@@ -17,7 +17,7 @@ def test_several_names_are_one_literal_path_each_so_hadoop_does_not_list_the_fol
     assert named("s3a://bucket/t/_delta_log/", ["a,b.json", "c"]) == \
         r"s3a://bucket/t/{_delta_log/a\,b.json,_delta_log/c}"
     assert named("/lake/we[i]rd/log", ["x", "y"]) == r"/lake/we\[i\]rd/{log/x,log/y}"
-    # Hadoop's expansion drops escapes inside braces: such a folder keeps the (slower) listing.
+    # Escaped inside the braces such a name matched nothing: that folder keeps the listing.
     assert named("/lake/we[i]rd", ["x", "y"]) == r"/lake/we\[i\]rd/{x,y}"
     assert named("/lake/t/_delta_log", ["one.json"]) == "/lake/t/_delta_log/one.json"
 
