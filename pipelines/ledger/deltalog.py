@@ -1,23 +1,25 @@
 """A path table's Delta log read by file name, so the cost does not grow with its history.
 
 ``DESCRIBE HISTORY`` lists the whole ``_delta_log`` folder on stores whose listing cannot start at
-a name (a local disk, HDFS): on a table with 10,000 commits that listing costs more than
-everything else deltasink reads at start. The commit files are named by version (``%020d.json``),
-so the newest ones can be found and opened by name instead, through Spark
-(``pipelines.storage.store``: the same in classic mode and over Spark Connect):
+a name (a local disk, HDFS), and so does any glob over it: on a table with 10,000 commits that
+listing costs more than everything else deltasink reads at start. The commit files are named by
+version (``%020d.json``), so the newest ones can be found and opened by name instead, through
+Spark (``pipelines.storage.store``: the same in classic mode and over Spark Connect), each name
+one lookup (:func:`pipelines.storage.store.named`):
 
-- the newest version: ``_last_checkpoint`` names a version Delta checkpointed (every ten
-  commits), and one glob over the names that share its leading digits lists the commits after it
-  (two Spark jobs; a further glob only past 100 commits without a checkpoint). Hadoop lists the
-  folder to match that glob, so this read does grow with the log: a run does it when it starts,
-  and a batch only when the table moved on too far since its last look (:meth:`near`). Spark's
-  file sources do not read ``_last_checkpoint`` (a name starting with ``_``), so the globs start
-  at version 0; past :data:`_GLOBS` of them the log is left to ``DESCRIBE HISTORY`` (one
-  listing, in the JVM);
-- the newest ``n`` commits' files are read in one Spark job, each name looked up by itself
-  (:func:`pipelines.storage.store.named`): this is each batch's read, and its cost stays flat
-  however long the log grows. Each commit's timestamp is its file's modification time, which is
-  what ``DESCRIBE HISTORY`` reports and what ``RESTORE TO TIMESTAMP`` resolves against.
+- the newest version, without a hint: the commit files that exist are one run of versions
+  (Delta writes them in order and cleans up only the oldest), so looking up version 0 and the
+  powers of two brackets the newest between the last that exists and the next, and each further
+  Spark job looks up :data:`_FAN` names evenly spread in the bracket (:meth:`latest_version`).
+  A few Spark jobs however long the log: one for a table of 16 versions or fewer, about three
+  at 10,000 versions. ``_last_checkpoint`` would name a version near the newest, but
+  Spark's file sources do not read a name starting with ``_``. When no probed name exists (no
+  log, or a cleaned-up log whose oldest file is past a power of two the newest has not reached)
+  the caller asks Delta's ``DESCRIBE HISTORY``;
+- the newest ``n`` commits' files near a version read before, in one Spark job
+  (:meth:`DeltaLogFiles.near`): each batch's read. Each commit's timestamp is its file's
+  modification time, which is what ``DESCRIBE HISTORY`` reports and what
+  ``RESTORE TO TIMESTAMP`` resolves against.
 
 Only tables addressed by path use it. Catalog tables (``ref.name``) keep ``DESCRIBE HISTORY``:
 on Unity Catalog the storage is the catalog's.
@@ -26,20 +28,21 @@ on Unity Catalog the storage is the catalog's.
 from __future__ import annotations
 
 import json
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
 from pipelines.storage.store import Store
 
-#: Versions one glob covers: the last ``_WIDTH`` digits of the 20-digit name are wildcards.
-_WIDTH = 2
+#: The versions looked up first to bracket the newest: 0 to 15 (a young table's newest is then
+#: known from this one Spark job) and the powers of two, in two Spark jobs (the second only for a
+#: log past ``2**16`` versions, about four days of a 5 s trigger). Each name past the newest is
+#: a lookup that finds nothing: two requests on S3.
+_LADDER = ((*range(16), *(2 ** k for k in range(4, 17))), tuple(2 ** k for k in range(17, 41)))
 
-#: Globs :meth:`DeltaLogFiles.latest_version` makes before it leaves a long log to Delta. Spark's
-#: file sources leave out names starting with ``_``, so ``_last_checkpoint`` is not read through
-#: them (found 2026-11-29) and the walk starts at version 0; each glob lists the whole folder,
-#: so an unbounded walk cost one listing per 100 versions (173 a day at a 5 s trigger).
-_GLOBS = 3
+#: Names each further Spark job looks up inside the bracket; the bracket shrinks by this factor.
+_FAN = 32
 
 #: How far past a known version :meth:`DeltaLogFiles.near` looks for the newest one. A running
 #: query's table moves by one or two versions a batch (its MERGE, now and then a compaction);
@@ -78,28 +81,40 @@ class DeltaLogFiles:
     def _folder(self) -> str:
         return f"{self.location.rstrip('/')}/_delta_log"
 
+    def _present(self, versions: Iterable[int]) -> set[int]:
+        """Which of ``versions`` have a commit file, in one Spark job that reads no content."""
+        names = {f"{v:020d}.json": v for v in versions}
+        return {names[name] for name in self.store.stamps(self._folder, names)}
+
+    def _bracket(self, width: int) -> tuple[int, int] | None:
+        """``(low, high)``, at most ``width`` apart: version ``low``'s commit file exists, and
+        the newest version is below ``high``. None when no version of the ladder exists."""
+        low: int | None = None
+        looked: list[int] = []
+        for rung in _LADDER:  # the next rung only when this one's last name exists (or none
+            found = self._present(rung)  # did: a cleaned-up log may start past 2**16)
+            looked += rung
+            low = max(found, default=low)
+            if low is not None and low != rung[-1]:
+                break
+        high = min((v for v in looked if low is not None and v > low), default=None)
+        if low is None or high is None:
+            return None
+        while high - low > width:
+            probes = sorted({low + (high - low) * i // _FAN for i in range(1, _FAN)} - {low})
+            found = self._present(probes)
+            low = max(found, default=low)
+            high = min((p for p in probes if p > low), default=high)
+        return low, high
+
     def latest_version(self) -> int | None:
-        """The newest committed version; None when the log holds no commit file, or more than
-        :data:`_GLOBS` blocks of 100 from where the walk starts (the caller then asks Delta)."""
-        text = self.store.read_text(f"{self._folder}/_last_checkpoint")
-        try:
-            low = int(json.loads(text)["version"]) if text else 0
-        except (ValueError, KeyError, TypeError):
-            low = 0  # a torn _last_checkpoint: start from the first commit's block
-        span = 10 ** _WIDTH
-        block = low // span
-        latest: int | None = None
-        for _ in range(_GLOBS):  # each glob lists the commits named block*span .. +span-1
-            prefix = f"{block * span:020d}"[:-_WIDTH]
-            found = [int(name[:20]) for name in self.store.listing(
-                self._folder, prefix + "?" * _WIDTH + ".json")]
-            if not found:
-                return latest
-            latest = max(found)
-            if latest % span != span - 1:
-                return latest
-            block += 1  # the block is full: the newest may be in the next one
-        return None  # a long log: each further glob would list the folder again
+        """The newest committed version; None when it cannot be found by name (the caller
+        then asks Delta): no commit file at 0 to 15 or at a power of two."""
+        bracket = self._bracket(_FAN)
+        if bracket is None:
+            return None
+        low, high = bracket
+        return low if high == low + 1 else max(self._present(range(low, high)), default=None)
 
     def commits(self, versions: list[int]) -> dict[int, LogCommit]:
         """The ``commitInfo`` of each version whose file still exists, in one Spark job."""
@@ -130,15 +145,20 @@ class DeltaLogFiles:
     def newest(self, limit: int | None) -> list[LogCommit] | None:
         """The newest ``limit`` commits (all still in the log when None), newest first.
 
-        None when the log cannot be read by name (no commit file where ``_last_checkpoint``
-        points, a log too long to walk, or no log at all): the caller then asks Delta's
-        ``DESCRIBE HISTORY``.
+        None when the log cannot be read by name (no log, or none of the versions
+        :meth:`latest_version` looks up first exists): the caller then asks Delta's
+        ``DESCRIBE HISTORY``. The last names of the bracket are read with the commits, in one
+        Spark job.
         """
-        latest = self.latest_version()
-        if latest is None:
+        bracket = self._bracket(_FAN)
+        if bracket is None:
             return None
-        oldest = 0 if limit is None else max(0, latest - limit + 1)
-        return self._down_from(latest, self.commits(list(range(oldest, latest + 1))), limit)
+        low, high = bracket
+        oldest = 0 if limit is None else max(0, low - limit + 1)
+        found = self.commits(list(range(oldest, high)))
+        if low not in found:
+            return None  # cleaned up since it was looked up: leave it to Delta
+        return self._down_from(max(found), found, limit)
 
     @staticmethod
     def _down_from(latest: int, found: dict[int, LogCommit], limit: int | None

@@ -7,8 +7,8 @@ content), with the session's credentials: the same in classic mode and over Spar
 every store Spark reads. Each call is one Spark job (about 0.1 s locally), so callers that need
 several files of one folder read them together (:meth:`Store.read_many`: one job).
 
-Spark leaves out names starting with ``_`` or ``.`` when it lists a folder (``.0.crc``); a file
-named explicitly is read whatever its name (``_last_checkpoint``).
+Spark's file sources leave out every name starting with ``_`` or ``.`` (``.0.crc``), even a
+file named explicitly: ``_last_checkpoint`` cannot be read through them.
 
 Renaming and deleting have no Spark API: they are in :mod:`pipelines.runtime.hadoop` (classic
 mode only).
@@ -74,16 +74,23 @@ class Store:
         Returns:
             ``name -> (text, modified ms)``; missing names are left out.
         """
-        wanted = sorted(set(names))
+        return {name: (bytes(row["content"]).decode("utf-8", errors="replace"),
+                       _millis(row["modificationTime"]))
+                for name, row in self._named(folder, names, content=True).items()}
+
+    def stamps(self, folder: str, names: Iterable[str]) -> dict[str, int]:
+        """``name -> modified ms`` of the named files of ``folder`` that exist, in one Spark job
+        that reads no content: each name is one lookup, however many files the folder holds."""
+        return {name: _millis(row["modificationTime"])
+                for name, row in self._named(folder, names, content=False).items()}
+
+    def _named(self, folder: str, names: Iterable[str], content: bool) -> dict[str, Any]:
+        wanted = set(names)
         if not wanted:
             return {}
-        out: dict[str, tuple[str, int]] = {}
-        for row in self._rows([named(folder, wanted)], content=True):
-            name = _key(str(row["path"])).rpartition("/")[2]
-            if name in wanted:
-                out[name] = (bytes(row["content"]).decode("utf-8", errors="replace"),
-                             _millis(row["modificationTime"]))
-        return out
+        rows = self._rows([named(folder, sorted(wanted))], content=content)
+        return {name: row for row in rows
+                if (name := _key(str(row["path"])).rpartition("/")[2]) in wanted}
 
     def read_stamped(self, location: str) -> tuple[str, int] | None:
         """A file's UTF-8 text and modification time (epoch ms), or None when it is missing."""

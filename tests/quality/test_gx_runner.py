@@ -17,11 +17,11 @@ from tests.support.jobs import spark_jobs
 UNIQUE = "expect_column_values_to_be_unique"
 
 #: The Spark jobs of one passing validation of a run, once the results table exists and Data
-#: Docs show a pass: the target's version (3: ``_last_checkpoint`` and the commit files after it,
-#: read through Spark's binaryFile source so that it works over Spark Connect), the summary
-#: aggregate GX judges (4),
-#: the insert-only MERGE of the verdicts into the results table (6), and the key checked against
-#: the other dates (3, quality/other_dates.py: the semi-join's stages, even with no other date).
+#: Docs show a pass: the target's version (1: versions 0 to 15 and the powers of two looked up
+#: by name, through Spark's binaryFile source so that it works over Spark Connect), the summary
+#: aggregate GX judges (4), the insert-only MERGE of the verdicts into the results table (6),
+#: and the key checked against the other dates (3, quality/other_dates.py: the semi-join's
+#: stages, even with no other date).
 #: It was 23 when GX ran the suite over the rows (14 jobs: its two metric bundles, and a shuffle
 #: plus a result job per uniqueness check), and 33 before that, when GX also fetched sample
 #: values. Measured: 13 before the other-dates check, 16 with it.

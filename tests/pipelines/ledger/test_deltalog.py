@@ -10,6 +10,7 @@ from pyspark.sql import SparkSession
 from pipelines.ledger.deltalog import NEAR, DeltaLogFiles
 from pipelines.storage.store import Store
 from pipelines.storage.tables import TableRef
+from tests.support.jobs import spark_jobs
 
 FIELDS = ("version", "timestamp", "operation", "operationParameters", "userMetadata")
 
@@ -51,42 +52,44 @@ def test_the_newest_version_is_found_without_a_checkpoint(spark: SparkSession, l
     assert DeltaLogFiles(Store(spark), path).latest_version() == 3
 
 
-def test_the_newest_version_is_found_past_a_hundred_commits_without_a_checkpoint(
-        spark: SparkSession, lake: Path) -> None:
-    log = lake / "t" / "_delta_log"  # commit files only: the reader goes by their names
-    log.mkdir(parents=True)
-    for version in range(0, 205):
+def _log(lake: Path, versions: range) -> Path:
+    """A ``_delta_log`` of commit files only (the reader goes by their names)."""
+    log = lake / "t" / "_delta_log"
+    log.mkdir(parents=True, exist_ok=True)
+    for version in versions:
         info = {"commitInfo": {"operation": "WRITE", "userMetadata": f"v{version}"}}
         (log / f"{version:020d}.json").write_text(json.dumps(info) + "\n")
+    return log
+
+
+def test_the_newest_version_of_a_long_log_is_found_by_name_in_a_few_spark_jobs(
+        spark: SparkSession, lake: Path) -> None:
+    _log(lake, range(0, 3000))  # no _last_checkpoint: Spark's file sources would not read it
     files = DeltaLogFiles(Store(spark), str(lake / "t"))
-    assert files.latest_version() == 204  # three globs: 0..99, 100..199, 200..299
-    newest = files.newest(2)
-    assert [(c.version, c.userMetadata) for c in newest or []] == [(204, "v204"), (203, "v203")]
+    with spark_jobs(spark) as counted:
+        newest = files.newest(2)
+    assert [(c.version, c.userMetadata) for c in newest or []] == [(2999, "v2999"), (2998, "v2998")]
+    assert counted.jobs <= 4  # 0 and the powers of two; 2048..4096 by 64; 2944..3008 by 2; the read
+    assert files.latest_version() == 2999
+
+
+def test_a_cleaned_up_log_is_read_by_name_while_a_power_of_two_is_left_in_it(
+        spark: SparkSession, lake: Path) -> None:
+    log = _log(lake, range(0, 1101))
+    for version in range(0, 700):  # Delta's log cleanup removes the oldest commit files
+        (log / f"{version:020d}.json").unlink()
+    files = DeltaLogFiles(Store(spark), str(lake / "t"))
+    assert [c.version for c in files.newest(3) or []] == [1100, 1099, 1098]  # 1024 is left
+    for version in range(700, 1030):
+        (log / f"{version:020d}.json").unlink()
+    assert files.latest_version() is None  # 1030..1100 holds no power of two
+    assert files.newest(3) is None  # state._history then asks DESCRIBE HISTORY
 
 
 def test_a_version_read_before_finds_the_newest_commits_in_one_read_or_says_it_cannot(
         spark: SparkSession, lake: Path) -> None:
-    log = lake / "t" / "_delta_log"
-    log.mkdir(parents=True)
-    for version in range(0, 50):
-        info = {"commitInfo": {"operation": "WRITE", "userMetadata": f"v{version}"}}
-        (log / f"{version:020d}.json").write_text(json.dumps(info) + "\n")
+    _log(lake, range(0, 50))
     files = DeltaLogFiles(Store(spark), str(lake / "t"))
     assert [c.version for c in files.near(49 - NEAR + 3, 3) or []] == [49, 48, 47]
     assert files.near(10, 3) is None  # 10 + NEAR - 1 exists: there may be newer ones
     assert files.near(60, 3) is None  # the hint is past the log (a replaced table)
-
-
-def test_a_log_longer_than_three_blocks_is_left_to_delta_not_walked_glob_by_glob(
-        spark: SparkSession, lake: Path) -> None:
-    # Each glob lists the whole folder; Spark does not read _last_checkpoint (a "_" name), so
-    # a walk from version 0 would list it once per 100 versions.
-    log = lake / "t" / "_delta_log"
-    log.mkdir(parents=True)
-    (log / "_last_checkpoint").write_text(json.dumps({"version": 300, "size": 1}))
-    for version in range(0, 351):
-        (log / f"{version:020d}.json").write_text('{"commitInfo": {"operation": "WRITE"}}\n')
-    files = DeltaLogFiles(Store(spark), str(lake / "t"))
-    assert files.latest_version() is None
-    assert files.newest(3) is None  # state._history then asks DESCRIBE HISTORY
-    assert [c.version for c in files.near(349, 3) or []] == [350, 349, 348]  # a batch's read

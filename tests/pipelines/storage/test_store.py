@@ -38,3 +38,13 @@ def test_read_many_returns_the_named_files_that_exist_and_nothing_else(
     (weird / "1.json").write_text("one")
     read = Store(spark).read_many(str(weird), ["1.json", "2.json"])
     assert {name: text for name, (text, _) in read.items()} == {"1.json": "one"}
+
+
+def test_stamps_name_the_files_that_exist_without_reading_them(
+        spark: SparkSession, tmp_path: Path) -> None:
+    for name in ("a.json", "b.json"):
+        (tmp_path / name).write_text("x")
+    stamps = Store(spark).stamps(str(tmp_path), ["a.json", "b.json", "c.json"])
+    assert sorted(stamps) == ["a.json", "b.json"]
+    assert stamps["a.json"] == Store(spark).modified_ms(str(tmp_path / "a.json"))
+
