@@ -8,14 +8,14 @@ Spark (``pipelines.storage.store``: the same in classic mode and over Spark Conn
 one lookup (:func:`pipelines.storage.store.named`):
 
 - the newest version, without a hint: the commit files that exist are one run of versions
-  (Delta writes them in order and cleans up only the oldest), so looking up version 0 and the
-  powers of two brackets the newest between the last that exists and the next, and each further
-  Spark job looks up :data:`_FAN` names evenly spread in the bracket (:meth:`latest_version`).
-  A few Spark jobs however long the log: one for a table of 16 versions or fewer, about three
-  at 10,000 versions. ``_last_checkpoint`` would name a version near the newest, but
-  Spark's file sources do not read a name starting with ``_``. When no probed name exists (no
-  log, or a cleaned-up log whose oldest file is past a power of two the newest has not reached)
-  the caller asks Delta's ``DESCRIBE HISTORY``;
+  (Delta writes them in order and cleans up only the oldest), so looking up versions 0 to 15
+  and the powers of two brackets the newest between the last that exists and the next, and each
+  further Spark job looks up :data:`_FAN` names evenly spread in the bracket
+  (:meth:`latest_version`). A few Spark jobs however long the log: one for a table of 16
+  versions or fewer, four at 10,000 versions. ``_last_checkpoint`` would name a version near
+  the newest, but Spark's file sources do not read a name starting with ``_``. When no probed
+  name exists (no log, or a cleaned-up log whose remaining versions hold no power of two) the
+  caller asks Delta's ``DESCRIBE HISTORY``;
 - the newest ``n`` commits' files near a version read before, in one Spark job
   (:meth:`DeltaLogFiles.near`): each batch's read. Each commit's timestamp is its file's
   modification time, which is what ``DESCRIBE HISTORY`` reports and what
