@@ -30,7 +30,8 @@ WITH_BAD_RECORDS = 7
 #: Measured [6, 7, 6] clean, [9, 10, 9] with bad records, [7, 8, 7] upsert.
 READS = 2
 #: The first batch also reads the query id (1) but has no RESTORE check; the second finds the
-#: newest version without a hint (+1: versions 0 to 15 and the powers of two looked up by name first).
+#: newest version without a hint (+1: versions 0 to 15 and the powers of two looked up by name
+#: first).
 STARTING = 1
 
 
