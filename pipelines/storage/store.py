@@ -126,6 +126,17 @@ class Store:
         """The names of the files directly inside ``folder`` (empty if it does not exist)."""
         return sorted(self.listing(folder))
 
+    def holds_files(self, folder: str) -> bool:
+        """Whether ``folder`` holds a file Spark reads (names starting with ``_`` or ``.`` do
+        not count). Spark still lists the folder, but only one row comes back."""
+        try:
+            return bool(self.spark.read.format("binaryFile").load(_escape(folder.rstrip("/")))
+                        .select("path").limit(1).collect())
+        except Exception as exc:
+            if _missing(exc):
+                return False
+            raise
+
     def exists(self, location: str) -> bool:
         """Whether a file or folder exists at ``location`` (an empty folder counts)."""
         try:

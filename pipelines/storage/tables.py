@@ -53,7 +53,7 @@ class TableRef:
         """Whether the Delta table exists yet (a path: its ``_delta_log`` holds a file)."""
         if self.name:
             return bool(spark.catalog.tableExists(self.name))
-        return bool(Store(spark).listing(f"{self.location.rstrip('/')}/_delta_log", "*"))
+        return Store(spark).holds_files(f"{self.location.rstrip('/')}/_delta_log")
 
     def history(self, spark: SparkSession, limit: int | None = None) -> DataFrame:
         """``DESCRIBE HISTORY``: the newest ``limit`` commits (all when None), newest first."""

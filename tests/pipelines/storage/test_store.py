@@ -48,3 +48,15 @@ def test_stamps_name_the_files_that_exist_without_reading_them(
     assert sorted(stamps) == ["a.json", "b.json"]
     assert stamps["a.json"] == Store(spark).modified_ms(str(tmp_path / "a.json"))
 
+
+def test_a_folder_holds_files_only_when_spark_would_read_one(
+        spark: SparkSession, tmp_path: Path) -> None:
+    store = Store(spark)
+    assert not store.holds_files(str(tmp_path / "missing"))
+    log = tmp_path / "_delta_log"
+    log.mkdir()
+    assert not store.holds_files(str(log))  # an empty log folder is no table yet
+    (log / "_last_checkpoint").write_text("{}")  # a name Spark leaves out
+    assert not store.holds_files(str(log))
+    (log / f"{0:020d}.json").write_text("{}")
+    assert store.holds_files(str(log))
