@@ -14,7 +14,7 @@ one lookup (:func:`pipelines.storage.store.named`):
   (:meth:`latest_version`). A few Spark jobs however long the log: one for a table of 16
   versions or fewer, four at 10,000 versions. ``_last_checkpoint`` would name a version near
   the newest, but Spark's file sources do not read a name starting with ``_``. When no probed
-  name exists (no log, or a cleaned-up log whose remaining versions hold no power of two) the
+  name exists (no log, or a cleaned-up log that fell between the names, :data:`_LADDER`) the
   caller asks Delta's ``DESCRIBE HISTORY``;
 - the newest ``n`` commits' files near a version read before, in one Spark job
   (:meth:`DeltaLogFiles.near`): each batch's read. Each commit's timestamp is its file's
@@ -35,11 +35,16 @@ from typing import Any
 
 from pipelines.storage.store import Store
 
-#: The versions looked up first to bracket the newest: 0 to 15 (a young table's newest is then
-#: known from this one Spark job) and the powers of two, in two Spark jobs (the second only for a
-#: log past ``2**16`` versions, about four days of a 5 s trigger). Each name past the newest is
-#: a lookup that finds nothing: two requests on S3.
-_LADDER = ((*range(16), *(2 ** k for k in range(4, 17))), tuple(2 ** k for k in range(17, 41)))
+#: The versions looked up first to bracket the newest, in two Spark jobs: 0 to 15 (a young
+#: table's newest is then known from this one job) and the powers of two to ``2**16`` (about four
+#: days of a 5 s trigger); then, only when the first job finds nothing (a cleaned-up log) or
+#: finds ``2**16``, four names an octave from ``2**17`` to ``2**40``. A cleaned-up log keeps
+#: the commits of its retention (30 days by default), so four names an octave still land in it
+#: while the table is younger than about six times that; an older one may fall between them and
+#: is left to ``DESCRIBE HISTORY``. Each name past the newest is a lookup that finds nothing:
+#: two requests on S3.
+_LADDER = ((*range(16), *(2 ** k for k in range(4, 17))),
+           tuple(round(2 ** (j / 4)) for j in range(68, 161)))
 
 #: Names each further Spark job looks up inside the bracket; the bracket shrinks by this factor.
 _FAN = 32
@@ -88,7 +93,7 @@ class DeltaLogFiles:
 
     def _bracket(self, width: int) -> tuple[int, int] | None:
         """``(low, high)``, at most ``width`` apart: version ``low``'s commit file exists, and
-        the newest version is below ``high``. None when no version of the ladder exists."""
+        the newest version is below ``high``. None when no version of :data:`_LADDER` exists."""
         low: int | None = None
         looked: list[int] = []
         for rung in _LADDER:  # the next rung only when this one's last name exists (or none
@@ -109,7 +114,7 @@ class DeltaLogFiles:
 
     def latest_version(self) -> int | None:
         """The newest committed version; None when it cannot be found by name (the caller
-        then asks Delta): no commit file at 0 to 15 or at a power of two."""
+        then asks Delta): no commit file at any version of :data:`_LADDER`."""
         bracket = self._bracket(_FAN)
         if bracket is None:
             return None

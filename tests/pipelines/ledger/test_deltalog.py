@@ -86,6 +86,15 @@ def test_a_cleaned_up_log_is_read_by_name_while_a_power_of_two_is_left_in_it(
     assert files.newest(3) is None  # state._history then asks DESCRIBE HISTORY
 
 
+def test_a_log_cleaned_up_past_two_to_the_sixteen_is_found_between_the_powers_of_two(
+        spark: SparkSession, lake: Path) -> None:
+    # 150,000..156,499 holds no power of two (131,072 and 262,144) but holds 2**(69/4) = 155,872:
+    # a table whose log keeps its retention, long after version 0 was cleaned up.
+    _log(lake, range(150_000, 156_500))
+    files = DeltaLogFiles(Store(spark), str(lake / "t"))
+    assert [c.version for c in files.newest(2) or []] == [156_499, 156_498]
+
+
 def test_a_version_read_before_finds_the_newest_commits_in_one_read_or_says_it_cannot(
         spark: SparkSession, lake: Path) -> None:
     _log(lake, range(0, 50))
