@@ -111,7 +111,7 @@ def check_not_restored(spark: SparkSession, ref: TableRef, app_id: str, batch_id
         ref: the target.
         app_id: the query's txnAppId.
         batch_id: the batch about to commit.
-        near: what the previous call returned (one Spark job instead of three when the table
+        near: what the previous call returned (one Spark job instead of two to four when the table
             has moved on by fewer than ``deltalog.NEAR`` versions since).
 
     Returns:
