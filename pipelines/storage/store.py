@@ -129,24 +129,22 @@ class Store:
     def holds_files(self, folder: str) -> bool:
         """Whether ``folder`` holds a file Spark reads (names starting with ``_`` or ``.`` do
         not count). Spark still lists the folder, but only one row comes back."""
-        try:
-            return bool(self.spark.read.format("binaryFile").load(_escape(folder.rstrip("/")))
-                        .select("path").limit(1).collect())
-        except Exception as exc:
-            if _missing(exc):
-                return False
-            raise
+        return bool(self._first(folder.rstrip("/")))
 
     def exists(self, location: str) -> bool:
         """Whether a file or folder exists at ``location`` (an empty folder counts)."""
+        return self._first(location) is not None
+
+    def _first(self, location: str) -> list[Any] | None:
+        """At most one file row at ``location`` (a file, or a folder's first file), or None when
+        nothing exists there."""
         try:
-            self.spark.read.format("binaryFile").load(_escape(location)) \
-                .select("path").limit(1).collect()
+            return list(self.spark.read.format("binaryFile").load(_escape(location))
+                        .select("path").limit(1).collect())
         except Exception as exc:
             if _missing(exc):
-                return False
+                return None
             raise
-        return True
 
 
 def named(folder: str, names: list[str]) -> str:
