@@ -91,13 +91,14 @@ class DeltaLogFiles:
         names = {f"{v:020d}.json": v for v in versions}
         return {names[name] for name in self.store.stamps(self._folder, names)}
 
-    def _bracket(self, width: int) -> tuple[int, int] | None:
-        """``(low, high)``, at most ``width`` apart: version ``low``'s commit file exists, and
+    def _bracket(self) -> tuple[int, int] | None:
+        """``(low, high)``, at most :data:`_FAN` apart: version ``low``'s commit file exists, and
         the newest version is below ``high``. None when no version of :data:`_LADDER` exists."""
         low: int | None = None
         looked: list[int] = []
-        for rung in _LADDER:  # the next rung only when this one's last name exists (or none
-            found = self._present(rung)  # did: a cleaned-up log may start past 2**16)
+        # The next rung only when this one's last name exists, or none did (a cleaned-up log).
+        for rung in _LADDER:
+            found = self._present(rung)
             looked += rung
             low = max(found, default=low)
             if low is not None and low != rung[-1]:
@@ -105,7 +106,7 @@ class DeltaLogFiles:
         high = min((v for v in looked if low is not None and v > low), default=None)
         if low is None or high is None:
             return None
-        while high - low > width:
+        while high - low > _FAN:
             probes = sorted({low + (high - low) * i // _FAN for i in range(1, _FAN)} - {low})
             found = self._present(probes)
             low = max(found, default=low)
@@ -115,7 +116,7 @@ class DeltaLogFiles:
     def latest_version(self) -> int | None:
         """The newest committed version; None when it cannot be found by name (the caller
         then asks Delta): no commit file at any version of :data:`_LADDER`."""
-        bracket = self._bracket(_FAN)
+        bracket = self._bracket()
         if bracket is None:
             return None
         low, high = bracket
@@ -155,7 +156,7 @@ class DeltaLogFiles:
         ``DESCRIBE HISTORY``. The last names of the bracket are read with the commits, in one
         Spark job.
         """
-        bracket = self._bracket(_FAN)
+        bracket = self._bracket()
         if bracket is None:
             return None
         low, high = bracket

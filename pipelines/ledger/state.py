@@ -63,13 +63,14 @@ def _history(spark: SparkSession, ref: TableRef, limit: int | None,
              near: int | None = None) -> list[HistoryRow]:
     """The newest ``limit`` history rows (all when None), newest first.
 
-    A path table's commit files are opened by name (:mod:`pipelines.ledger.deltalog`): with a
-    ``near`` version the cost stays flat however long the log is; without one, finding the newest
-    version lists the folder, and a long log is left to ``history()`` (bench/README.md, "Start-up
-    on a long history"). Catalog tables use ``history()``.
+    A path table's commit files are opened by name (:mod:`pipelines.ledger.deltalog`): one Spark
+    job with a ``near`` version, a few without one (the newest version is found by name too), and
+    neither grows with the log; a log none of whose looked-up names exist is left to
+    ``history()`` (bench/README.md, "Start-up on a long history"). Catalog tables use
+    ``history()``.
     The whole history (``limit=None``) is left to ``history()`` too: one listing and a read in
     the JVM beat opening every commit file from Python (``DESCRIBE HISTORY LIMIT 4`` is four
-    Spark jobs, measured; the reads by name are two or three, and one when ``near`` names a
+    Spark jobs, measured; the reads by name are two to four, and one when ``near`` names a
     version at most ``deltalog.NEAR`` below the newest: :meth:`DeltaLogFiles.near`).
     """
     if ref.path and limit is not None:

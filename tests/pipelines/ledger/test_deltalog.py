@@ -69,7 +69,7 @@ def test_the_newest_version_of_a_long_log_is_found_by_name_in_a_few_spark_jobs(
     with spark_jobs(spark) as counted:
         newest = files.newest(2)
     assert [(c.version, c.userMetadata) for c in newest or []] == [(2999, "v2999"), (2998, "v2998")]
-    assert counted.jobs <= 4  # 0 and the powers of two; 2048..4096 by 64; 2944..3008 by 2; the read
+    assert counted.jobs <= 4  # 0-15 and powers of two; 2048..4096 by 64; 2944..3008 by 2; read
     assert files.latest_version() == 2999
 
 
