@@ -46,6 +46,12 @@ def run_variant(variant: str, work: Path, bootstrap: str, args: argparse.Namespa
     config: dict[str, Any] = {"name": f"latency-{variant}", "checkpoint": str(work / "cp"),
                               "source": {"bootstrap_servers": bootstrap, "topics": [topic]},
                               "target": {"path": str(work / "target")}}
+    if args.event_log is not None:  # plain JSON, so bench.eventlog needs no zstd
+        log_dir = (args.event_log / variant).resolve()
+        log_dir.mkdir(parents=True, exist_ok=True)
+        config["spark"] = {"conf": {"spark.eventLog.enabled": "true",
+                                    "spark.eventLog.compress": "false",
+                                    "spark.eventLog.dir": log_dir.as_uri()}}
     if variant == "no-quality":
         config["quality"] = {"enabled": False}
     elif args.cadence:
@@ -197,6 +203,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--variants", default=",".join(VARIANTS), help="default: all")
     parser.add_argument("--build", default="", help="what build this measures, for the report")
     parser.add_argument("--out", type=Path, default=RESULTS, help="report folder")
+    parser.add_argument("--event-log", type=Path, metavar="DIR",
+                        help="write each variant's Spark event log under DIR/<variant>, for "
+                             "python -m bench.eventlog")
     args = parser.parse_args(argv)
     meta: dict[str, Any] = {"started": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
                             "load_start": env.load(), "rate": args.rate,
