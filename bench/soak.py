@@ -108,7 +108,7 @@ def render(results: dict[str, Any], meta: dict[str, Any]) -> str:
             lines += [f"Heap after GC {row['heap_after_gc_mib']} MiB at minute {row['minute']}, "
                       f"its largest classes: {', '.join(row['heap_top'])}.", ""]
     lines += ["Goals (`bench/soak_goals.py` states each rule):", "",
-              *render_goals(judge(rows, check)), ""]
+              *render_goals(judge(rows, check, exit_code=results['exit_code'])), ""]
     if results.get("stages"):
         lines += ["Where a batch's seconds go, read from each batch's own commit over the last "
                   "two thirds of the run (`bench/latency.py`, `stage_figures`; median / max):",
@@ -157,7 +157,8 @@ def main(argv: list[str] | None = None) -> int:
             command = [str(Path(sys.executable).with_name("deltasink")), "run", "--config",
                        str(work / "pipeline.yml"), "--trigger", "continuous",
                        "--interval", args.interval]
-            with steady.deltasink_process(command, log) as proc:
+            with steady.deltasink_process(command, log,
+                                          stacks=args.out / "soak-stop-stacks.txt") as proc:
                 feeder.start()
                 watcher.start()
                 warm = time.time() + 600  # the first batch pays the JVM's start and warm-up

@@ -18,6 +18,9 @@ from typing import Any
 MIN_FILES = 50
 #: ``spark.sql.streaming.minBatchesToRetain`` as deltasink sets it (``LOCAL_CONF``).
 RETAIN = 100
+#: How long the soak waits for a Ctrl-C'd run to exit before it kills its process group
+#: (``bench.steady.deltasink_process``).
+STOP_WAIT = 120.0
 #: How much worse "no worse" may be: the noise between two samples on two cores.
 SLACK = 1.25
 
@@ -51,7 +54,7 @@ def _flat(figure: str, values: list[float], unit: str, plus: float = 0.0) -> Goa
 
 def judge(samples: Sequence[dict[str, Any]], once: dict[str, int], *,
           renew_every: float = 20.0, metrics_every: float = 300.0,
-          cadence: float = 900.0) -> list[Goal]:
+          cadence: float = 900.0, exit_code: int | None = 0) -> list[Goal]:
     """The verdict on every figure of the soak.
 
     Args:
@@ -60,6 +63,9 @@ def judge(samples: Sequence[dict[str, Any]], once: dict[str, int], *,
         renew_every: the lease's renewal period, seconds.
         metrics_every: ``quality.metrics_every``, seconds.
         cadence: ``quality.validate_every``, seconds.
+        exit_code: how the run ended when the soak stopped it with Ctrl-C (SIGINT to the
+            process, ``steady.deltasink_process``): a negative code is the SIGKILL it got when
+            it had not exited within the wait.
     """
     minutes = max((float(s["minute"]) for s in samples), default=0.0)
     last = samples[-1] if samples else {}
@@ -104,6 +110,9 @@ def judge(samples: Sequence[dict[str, Any]], once: dict[str, int], *,
     goals.append(Goal("every event once", "the target's files hold each sent event once, "
                       "nothing else", f"{once.get('distinct', 0):,} of {once.get('sent', 0):,}",
                       clean))
+    goals.append(Goal("a Ctrl-C stops the run", f"exit 0 within {STOP_WAIT:.0f} s of SIGINT "
+                      "(`deltasink run --help`: a stopped continuous run exits 0)",
+                      f"exit code {exit_code}", exit_code == 0))
     return goals
 
 

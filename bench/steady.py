@@ -191,10 +191,14 @@ def exactly_once(watcher: LogWatcher, sent: int) -> dict[str, int]:
 
 
 @contextmanager
-def deltasink_process(command: list[str], log: Path,
-                      env: dict[str, str] | None = None) -> Iterator[subprocess.Popen[bytes]]:
+def deltasink_process(command: list[str], log: Path, env: dict[str, str] | None = None,
+                      stacks: Path | None = None) -> Iterator[subprocess.Popen[bytes]]:
     """Run ``deltasink`` with its output in ``log``; on exit, Ctrl-C it (as a user stops a
-    continuous run) and wait for it (SIGKILL of its group after 120 s)."""
+    continuous run) and wait for it (SIGKILL of its group after 120 s).
+
+    A run that has not exited by then has its Python and JVM threads written to ``stacks``
+    (when given) before the kill: what it was waiting for.
+    """
     with log.open("ab") as out:
         proc = subprocess.Popen(command, stdout=out, stderr=subprocess.STDOUT,
                                 env={**os.environ, **(env or {})}, start_new_session=True)
@@ -206,8 +210,27 @@ def deltasink_process(command: list[str], log: Path,
                 try:
                     proc.wait(120)
                 except subprocess.TimeoutExpired:
+                    if stacks is not None:
+                        dump_stacks(proc.pid, stacks)
                     os.killpg(proc.pid, 9)
                     proc.wait()
+
+
+def dump_stacks(pid: int, path: Path) -> None:
+    """Write the threads of ``pid`` (``py-spy dump``, when installed) and of its driver JVM
+    (``jcmd Thread.print``) to ``path``; a tool that is missing or fails is noted, not raised."""
+    jvm = probes.jvm_child(pid)
+    commands = [["py-spy", "dump", "--pid", str(pid)],
+                *([["jcmd", str(jvm), "Thread.print"]] if jvm is not None else [])]
+    parts = []
+    for cmd in commands:
+        try:
+            done = subprocess.run(cmd, capture_output=True, text=True, timeout=60, check=False)
+            parts.append(f"$ {' '.join(cmd)}\n{done.stdout}{done.stderr}")
+        except (OSError, subprocess.TimeoutExpired) as exc:
+            parts.append(f"$ {' '.join(cmd)}\n(not run: {exc})")
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text("\n".join(parts))
 
 
 def catch_up(config: Path, log: Path, watcher: LogWatcher, sent: int) -> bool:

@@ -47,3 +47,9 @@ def test_each_growth_fails_its_own_goal_only() -> None:
 def test_a_lost_or_doubled_event_fails_exactly_once() -> None:
     assert _failed(_samples(), {**ONCE, "missing": 1, "distinct": 99}) == ["every event once"]
     assert _failed(_samples(), {**ONCE, "rows": 101}) == ["every event once"]
+
+
+def test_a_run_that_did_not_exit_on_ctrl_c_fails_the_stop_goal_only() -> None:
+    killed = judge(_samples(), ONCE, exit_code=-9)
+    assert [g.figure for g in killed if not g.met] == ["a Ctrl-C stops the run"]
+    assert "exit code -9" in next(g.measured for g in killed if not g.met)
