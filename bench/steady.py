@@ -15,8 +15,10 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import statistics
 import subprocess
+import sys
 import threading
 import time
 import urllib.parse
@@ -217,10 +219,12 @@ def deltasink_process(command: list[str], log: Path, env: dict[str, str] | None 
 
 
 def dump_stacks(pid: int, path: Path) -> None:
-    """Write the threads of ``pid`` (``py-spy dump``, when installed) and of its driver JVM
-    (``jcmd Thread.print``) to ``path``; a tool that is missing or fails is noted, not raised."""
+    """Write the threads of ``pid`` (``py-spy dump``, when installed on the PATH or beside this
+    interpreter; not a dependency) and of its driver JVM (``jcmd Thread.print``) to ``path``; a
+    tool that is missing or fails is noted, not raised."""
     jvm = probes.jvm_child(pid)
-    commands = [["py-spy", "dump", "--pid", str(pid)],
+    spy = shutil.which("py-spy") or str(Path(sys.executable).with_name("py-spy"))
+    commands = [[spy, "dump", "--pid", str(pid)],
                 *([["jcmd", str(jvm), "Thread.print"]] if jvm is not None else [])]
     parts = []
     for cmd in commands:
@@ -239,8 +243,6 @@ def catch_up(config: Path, log: Path, watcher: LogWatcher, sent: int) -> bool:
     missing event means a lost one. Whether a catch-up run was needed."""
     if len(watcher.seen_at) >= sent:
         return False
-    import sys
-
     with log.open("ab") as out:
         subprocess.run([str(Path(sys.executable).with_name("deltasink")), "run", "--config",
                         str(config), "--no-validate"], stdout=out, stderr=subprocess.STDOUT,
