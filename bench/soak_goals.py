@@ -13,14 +13,13 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from bench.steady import STOP_WAIT
+
 #: Delta's ``spark.databricks.delta.autoCompact.minNumFiles`` default: a date partition is
 #: compacted once it holds this many small files.
 MIN_FILES = 50
 #: ``spark.sql.streaming.minBatchesToRetain`` as deltasink sets it (``LOCAL_CONF``).
 RETAIN = 100
-#: How long the soak waits for a Ctrl-C'd run to exit before it kills its process group
-#: (``bench.steady.deltasink_process``).
-STOP_WAIT = 120.0
 #: How much worse "no worse" may be: the noise between two samples on two cores.
 SLACK = 1.25
 
@@ -54,7 +53,7 @@ def _flat(figure: str, values: list[float], unit: str, plus: float = 0.0) -> Goa
 
 def judge(samples: Sequence[dict[str, Any]], once: dict[str, int], *,
           renew_every: float = 20.0, metrics_every: float = 300.0,
-          cadence: float = 900.0, exit_code: int | None = 0) -> list[Goal]:
+          cadence: float = 900.0, exit_code: int | None) -> list[Goal]:
     """The verdict on every figure of the soak.
 
     Args:

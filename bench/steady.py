@@ -192,11 +192,16 @@ def exactly_once(watcher: LogWatcher, sent: int) -> dict[str, int]:
             "duplicate_adds": watcher.duplicates}
 
 
+#: Seconds :func:`deltasink_process` waits for a Ctrl-C'd run to exit before it kills the
+#: run's process group.
+STOP_WAIT = 120.0
+
+
 @contextmanager
 def deltasink_process(command: list[str], log: Path, env: dict[str, str] | None = None,
                       stacks: Path | None = None) -> Iterator[subprocess.Popen[bytes]]:
     """Run ``deltasink`` with its output in ``log``; on exit, Ctrl-C it (as a user stops a
-    continuous run) and wait for it (SIGKILL of its group after 120 s).
+    continuous run) and wait for it (SIGKILL of its group after :data:`STOP_WAIT` s).
 
     A run that has not exited by then has its Python and JVM threads written to ``stacks``
     (when given) before the kill: what it was waiting for.
@@ -210,7 +215,7 @@ def deltasink_process(command: list[str], log: Path, env: dict[str, str] | None 
             if proc.poll() is None:
                 proc.send_signal(2)
                 try:
-                    proc.wait(120)
+                    proc.wait(STOP_WAIT)
                 except subprocess.TimeoutExpired:
                     if stacks is not None:
                         dump_stacks(proc.pid, stacks)
