@@ -30,6 +30,7 @@ from pipelines.kafka.source import read_stream, starting_offsets
 from pipelines.ledger import checkpoint
 from pipelines.ledger.lease import Lease
 from pipelines.ledger.resume import Resume, recover
+from pipelines.runtime.signals import deferred
 from pipelines.sink.batch import BatchSink
 
 Progress = Callable[[str], None]
@@ -148,33 +149,37 @@ def watch(spark: SparkSession, query: StreamingQuery, config: PipelineConfig,
     Raises:
         BrokerError: the broker was unreachable for longer than ``source.broker_timeout``.
         StreamingQueryException: the query failed (the caller decides whether to retry).
-        KeyboardInterrupt: ``stopping`` said so (a group's stop signal).
+        KeyboardInterrupt: a stop signal arrived (a group's: ``stopping`` said so). The loop
+            stops on its next turn, between two Spark calls, not inside one
+            (:func:`pipelines.runtime.signals.deferred`), so the caller's stop has a sound
+            gateway to stop the query with.
     """
     timeout = config.source.broker_timeout
-    harvested = probed = time.monotonic()
-    while not query.awaitTermination(1):  # each finished batch is reported within a second
-        _report(feed, query, lambda _line: None)  # a failure here is said at the query's end
-        if stopping is not None and stopping():
-            raise KeyboardInterrupt  # the caller stops the query, as for Ctrl-C
-        if harvest is not None and time.monotonic() - harvested >= _HARVEST_EVERY:
-            harvest(query)  # a long-running query records its batches' rows as it goes
-            harvested = time.monotonic()
-        if not probe or time.monotonic() - probed < every:
-            continue
-        probed = time.monotonic()
-        try:
-            topics.list_partitions(spark, config.source, timeout=float(every))
-            outage.pop("since", None)
-        except BrokerError:
-            now = time.monotonic()
-            waited = now - outage.setdefault("since", probed)
-            if waited >= timeout:
-                query.stop()
-                raise BrokerError(
-                    f"Kafka at {config.source.bootstrap_servers} was unavailable for "
-                    f"{waited:.0f}s (source.broker_timeout={timeout:.0f}s); the "
-                    "run was stopped. Everything committed so far is consistent; run again "
-                    "when the broker is back and it continues where it stopped.") from None
+    with deferred() as signalled:  # a stop signal ends the loop on its next turn
+        harvested = probed = time.monotonic()
+        while not query.awaitTermination(1):  # each finished batch is reported within a second
+            _report(feed, query, lambda _line: None)  # a failure here is said at the query's end
+            if signalled() or (stopping is not None and stopping()):
+                raise KeyboardInterrupt  # the caller stops the query, as for Ctrl-C
+            if harvest is not None and time.monotonic() - harvested >= _HARVEST_EVERY:
+                harvest(query)  # a long-running query records its batches' rows as it goes
+                harvested = time.monotonic()
+            if not probe or time.monotonic() - probed < every:
+                continue
+            probed = time.monotonic()
+            try:
+                topics.list_partitions(spark, config.source, timeout=float(every))
+                outage.pop("since", None)
+            except BrokerError:
+                now = time.monotonic()
+                waited = now - outage.setdefault("since", probed)
+                if waited >= timeout:
+                    query.stop()
+                    raise BrokerError(
+                        f"Kafka at {config.source.bootstrap_servers} was unavailable for "
+                        f"{waited:.0f}s (source.broker_timeout={timeout:.0f}s); the "
+                        "run was stopped. Everything committed so far is consistent; run again "
+                        "when the broker is back and it continues where it stopped.") from None
 
 
 def explain(exc: StreamingQueryException, config: PipelineConfig) -> DeltasinkError:

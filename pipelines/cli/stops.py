@@ -2,7 +2,9 @@
 
 A scheduler cancelling a job sends SIGTERM; a person presses Ctrl-C. Either is noted in
 :data:`pipelines.runtime.signals.SIGNALS` and raised as ``KeyboardInterrupt`` in the main
-thread; the command then ends with :func:`stopped_line` and 128 + the signal.
+thread, or, inside a :func:`pipelines.runtime.signals.deferred` block (a run's watch loop),
+left to that block to stop on its next turn; the command then ends with :func:`stopped_line`
+and 128 + the signal.
 """
 
 from __future__ import annotations
@@ -12,7 +14,7 @@ import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 
-from pipelines.runtime.signals import note_signal
+from pipelines.runtime.signals import note_signal, raise_now
 
 
 def stopped_line(signum: int, command: str) -> str:
@@ -35,7 +37,8 @@ def stop_on_signals() -> Iterator[None]:
 
     def handler(signum: int, _frame: object) -> None:
         note_signal(signum)
-        raise KeyboardInterrupt
+        if raise_now():
+            raise KeyboardInterrupt
 
     previous = {sig: signal.signal(sig, handler) for sig in (signal.SIGINT, signal.SIGTERM)}
     try:

@@ -14,6 +14,13 @@ tracebacks, failed bookkeeping writes, a continuous run that exited 143). Starte
 :func:`jvm_follows`, the JVM ignores SIGTERM too, so a group signal reaches only the Python
 process, which stops the query and writes its bookkeeping as for a signal to it alone; the JVM
 then exits with it (PySpark's gateway exits when its parent's pipe closes, SIGKILL included).
+
+**A stop at a point of the run's own.** A handler that raises ``KeyboardInterrupt`` breaks
+whatever the main thread is in, most often a Py4J call waiting on the JVM: that call fails, and
+the stop then runs on a gateway connection left mid-answer. A loop that can stop cleanly between
+two Spark calls (:func:`pipelines.query.watch`) runs inside :func:`deferred`: there the signal
+is only noted, and the loop stops on its next turn. A second signal raises at once, as a
+second Ctrl-C is meant to.
 """
 
 from __future__ import annotations
@@ -22,13 +29,16 @@ import functools
 import os
 import signal
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 
 #: The stop signals (SIGINT, SIGTERM) this process received during a command, oldest first:
 #: the CLI's own handler and the one chained before PySpark's Ctrl-C handler note them here, so
 #: a Spark call broken by the interrupt is reported as the interrupt, not as a Spark error.
 SIGNALS: list[int] = []
+#: The open :func:`deferred` blocks of the main thread, innermost last: the length of
+#: :data:`SIGNALS` when each began.
+_DEFERRING: list[int] = []
 #: The signals a process started inside :func:`jvm_follows` ignores.
 STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM)
 
@@ -36,6 +46,29 @@ STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM)
 def note_signal(signum: int) -> None:
     """Record that the stop signal ``signum`` arrived."""
     SIGNALS.append(signum)
+
+
+def raise_now() -> bool:
+    """Whether a stop handler raises ``KeyboardInterrupt`` for the signal it has just noted: yes,
+    unless the main thread is in a :func:`deferred` block that had seen no signal before it."""
+    return not _DEFERRING or len(SIGNALS) - _DEFERRING[-1] > 1
+
+
+@contextmanager
+def deferred() -> Iterator[Callable[[], bool]]:
+    """A block that stops at points of its own: it polls the callable this yields (a stop signal
+    arrived since the block began) and stops when it says so. In the main thread, the stop
+    handlers (:func:`raise_now`) leave the block's first signal to that poll; elsewhere no
+    handler runs, and the block only polls."""
+    start = len(SIGNALS)
+    main = threading.current_thread() is threading.main_thread()
+    if main:
+        _DEFERRING.append(start)
+    try:
+        yield lambda: len(SIGNALS) > start
+    finally:
+        if main:
+            _DEFERRING.pop()
 
 
 @contextmanager
