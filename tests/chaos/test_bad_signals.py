@@ -75,6 +75,9 @@ def test_a_stop_signal_mid_run_ends_in_one_line_and_the_next_run_lands_once(
     assert not noise(stopped.done.stdout + stopped.done.stderr), stopped.tail()
     assert not stopped.left, f"left running 60 s after it exited: {stopped.left}"
     assert ("java" in stopped.children) == (mode != "connect"), stopped.children
+    if mode != "group":  # its watch loop stopped the query (a group's main thread stops them all)
+        assert "interrupted: stopping after the current batch" in stopped.done.stdout, \
+            stopped.tail()
     if mode == "group":
         for name in names:  # each pipeline's own line: stopped (or landed), never a failure
             assert any(line.startswith((f"{name}: stopped after", f"{name}: ok in"))

@@ -5,7 +5,8 @@ signal to it alone. The output is the run's own lines and one stop line, with no
 JVM stack trace and no Py4J line; the exit code is 143, and 0 for a continuous run, as
 ``deltasink run --help`` says; nothing is left running; a rerun lands every event once.
 
-One scenario, two cold processes (an available-now run and a continuous one), shared by the
+One scenario, three cold processes (an available-now run and a continuous one stopped by a group
+SIGTERM, and a continuous one Ctrl-C'd alone: SIGINT to the process), shared by the
 tests below; the full matrix (SIGINT and SIGTERM, the process or its group, single, group,
 Spark Connect and continuous runs) is ``tests/chaos/test_bad_signals.py``.
 """
@@ -43,7 +44,8 @@ class Case:
     stopped: Stopped
 
 
-def _stop(lake: Path, broker: EmbeddedBroker, *extra: str) -> Case:
+def _stop(lake: Path, broker: EmbeddedBroker, *extra: str,
+          sig: signal.Signals = signal.SIGTERM, group: bool = True) -> Case:
     lake.mkdir(parents=True)
     topic = f"stop-{uuid.uuid4().hex[:8]}"
     sent = produce_events(broker.bootstrap_servers, topic, 600, duplicate_rate=0.1,
@@ -52,7 +54,7 @@ def _stop(lake: Path, broker: EmbeddedBroker, *extra: str) -> Case:
                         source={"max_records_per_batch": 100})
     config = load_config(path, environ={})
     stopped = stop_after_first_batch(["run", "--config", str(path), "--no-validate", *extra],
-                                     [Path(config.checkpoint)], signal.SIGTERM, group=True)
+                                     [Path(config.checkpoint)], sig, group=group)
     # The rerun: the same pipeline (name, tables, checkpoint), the rest in one batch.
     return Case(make_config(lake, broker.bootstrap_servers, topic), sent, stopped)
 
@@ -67,7 +69,8 @@ class Cases:
         if trigger not in self.made:
             extra = () if trigger == "available-now" else ("--trigger", "continuous",
                                                           "--interval", "1s")
-            self.made[trigger] = _stop(self.root / trigger, self.broker, *extra)
+            how = {"sig": signal.SIGINT, "group": False} if trigger == "ctrl-c" else {}
+            self.made[trigger] = _stop(self.root / trigger, self.broker, *extra, **how)
         return self.made[trigger]
 
 
@@ -90,8 +93,22 @@ def test_a_group_sigterm_ends_the_run_in_one_line_with_the_documented_code(
     assert not stopped.left, f"left running 60 s after it exited: {stopped.left}"
 
 
-@pytest.mark.parametrize("trigger", ["available-now", "continuous"])
-def test_after_a_group_sigterm_the_next_run_lands_every_event_once(
+def test_a_ctrl_c_to_a_continuous_run_stops_its_query_between_two_spark_calls(
+        cases: Cases) -> None:
+    """SIGINT to the process alone (a scheduler, the soak): the command's handler, not PySpark's
+    (which raised inside the Spark call the run waited in, so its query was never stopped), and
+    the watch loop stops the query on its next turn."""
+    stopped = cases["ctrl-c"].stopped
+    assert stopped.done.returncode == 0, stopped.tail()
+    assert stopped.done.stderr.strip().splitlines() == [stopped_line(signal.SIGINT)], \
+        stopped.tail()
+    assert not noise(stopped.done.stdout + stopped.done.stderr), stopped.tail()
+    assert "interrupted: stopping after the current batch" in stopped.done.stdout, stopped.tail()
+    assert not stopped.left, f"left running 60 s after it exited: {stopped.left}"
+
+
+@pytest.mark.parametrize("trigger", ["available-now", "continuous", "ctrl-c"])
+def test_after_a_stop_signal_the_next_run_lands_every_event_once(
         cases: Cases, spark: SparkSession, trigger: str) -> None:
     case = cases[trigger]
     run_pipeline(spark, case.config, validate=False, progress=lambda _line: None)
