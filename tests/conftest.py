@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import functools
 import os
+import signal
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -25,6 +26,14 @@ def pytest_configure(config: pytest.Config) -> None:
     """Every Spark JVM the tests start runs with :data:`TEST_JVM_OPTS` (unless the caller set
     ``SPARK_SUBMIT_OPTS``): set before the first one starts, and inherited by every child."""
     os.environ.setdefault("SPARK_SUBMIT_OPTS", TEST_JVM_OPTS)
+    signal.signal(signal.SIGTERM, _stop_as_ctrl_c)
+
+
+def _stop_as_ctrl_c(_signum: int, _frame: object) -> None:
+    """SIGTERM (a CI timeout, ``kill``) ends the test run as Ctrl-C does: pytest then tears its
+    session fixtures down, so the broker, moto and Spark Connect servers stop with it instead
+    of outliving it."""
+    raise KeyboardInterrupt
 
 
 def start_broker(factory: pytest.TempPathFactory, name: str, *, sasl: bool = False,
