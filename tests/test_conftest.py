@@ -4,7 +4,6 @@ S3 server, a process of its own) do not outlive it."""
 
 from __future__ import annotations
 
-import os
 import signal
 import subprocess
 import sys
@@ -12,6 +11,8 @@ import time
 from pathlib import Path
 
 import pytest
+
+from tests.support.runner import outliving
 
 PROBE = '''
 import time
@@ -40,21 +41,9 @@ def test_a_sigterm_to_pytest_stops_the_servers_its_session_started(tmp_path: Pat
         server = int(log.read_text().split("READY", 1)[1].split()[0])
         run.send_signal(signal.SIGTERM)
         run.wait(60)
-        deadline = time.monotonic() + 30
-        while _alive(server) and time.monotonic() < deadline:
-            time.sleep(0.5)
-        assert not _alive(server), f"moto's server ({server}) outlived pytest\n{log.read_text()}"
+        left = outliving({server: "moto"}, 30.0)
+        assert not left, f"moto's server ({server}) outlived pytest\n{log.read_text()}"
     finally:
         if run.poll() is None:
             run.kill()
 
-
-def _alive(pid: int) -> bool:
-    """Whether ``pid`` runs (a zombie is not running)."""
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    status = Path(f"/proc/{pid}/status")
-    return status.exists() and "\tZ" not in next(
-        (line for line in status.read_text().splitlines() if line.startswith("State:")), "")

@@ -174,7 +174,7 @@ def deltasink(*args: str, fault: str | None = None, kill_after: float | None = N
                 children.update(descendants(proc.pid).values())
             time.sleep(0.2)
         if signalled and not timed_out and left is not None:
-            left.update(_outliving(below, 60.0))
+            left.update(outliving(below, 60.0))
         if proc.returncode is None or proc.returncode < 0 or signalled:
             killpg(proc)  # like a lost node: nothing of the job survives, JVM included
         proc.wait()
@@ -195,7 +195,7 @@ def _alive(pid: int) -> bool:
     return stat[stat.rindex(")") + 2] != "Z"
 
 
-def _outliving(processes: dict[int, str], seconds: float) -> dict[int, str]:
+def outliving(processes: dict[int, str], seconds: float) -> dict[int, str]:
     """Those of ``processes`` still running after up to ``seconds`` of waiting for them."""
     deadline = time.monotonic() + seconds
     while (running := {p: n for p, n in processes.items() if _alive(p)}) \
