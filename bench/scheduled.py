@@ -1,7 +1,7 @@
 """``python -m bench.scheduled``: the scheduled run as users run it, side by side, each cold.
 
-On one topic per size (50k, 500k and 1M events by default), three processes are timed from
-start to exit, each a fresh interpreter and JVM as every scheduled trigger is:
+On one topic per size (50k, 1M and 5M events by default), three processes are timed from start
+to exit, each a fresh interpreter and JVM as every scheduled trigger is:
 
 - **plain**: ``bench/plain_append.py``, the Kafka -> ``from_json`` -> Delta append script a user
   would write instead (same Spark settings and jars, ``availableNow``);
@@ -145,7 +145,7 @@ def main(argv: list[str] | None = None) -> int:
     """Produce the topics, time the three processes per size, write the report."""
     parser = argparse.ArgumentParser(prog="python -m bench.scheduled", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--sizes", default="50000,500000,1000000",
+    parser.add_argument("--sizes", default="50000,1000000,5000000",
                         help="comma-separated topic sizes in events (default: %(default)s)")
     parser.add_argument("--batch", type=int, default=500_000,
                         help="records per micro-batch for all three (default: %(default)s)")
