@@ -83,8 +83,10 @@ def _timestamp(spec: FieldSpec, value: Column) -> Column:
     return F.coalesce(iso, *[F.try_to_timestamp(text, F.lit(f)) for f in spec.formats])
 
 
-def _scalar_checks(spec: FieldSpec, value: Column, path: str) -> list[tuple[Column, str]]:
-    """(failure, reason) pairs after the type check, for a present scalar value."""
+def _scalar_checks(spec: FieldSpec, value: Column, path: str,
+                   typed: Column | None = None) -> list[tuple[Column, str]]:
+    """(failure, reason) pairs after the type check, for a present scalar value (``typed``:
+    its :func:`value_of`, if the caller computed it already)."""
     checks: list[tuple[Column, str]] = []
     in_range = _range_ok(spec, value)
     if in_range is not None:
@@ -97,7 +99,7 @@ def _scalar_checks(spec: FieldSpec, value: Column, path: str) -> list[tuple[Colu
     if spec.allowed:
         checks.append((~value_of(spec, value).isin(list(spec.allowed)), f"not_allowed:{path}"))
     if spec.kind == "timestamp":
-        stamp = _timestamp(spec, value)
+        stamp = _timestamp(spec, value) if typed is None else typed
         year = F.year(utc(stamp))
         checks.append((stamp.isNull() | (year < F.lit(YEARS[0])) | (year > F.lit(YEARS[1])),
                        f"bad_timestamp:{path}"))
@@ -106,13 +108,16 @@ def _scalar_checks(spec: FieldSpec, value: Column, path: str) -> list[tuple[Colu
     return checks
 
 
-def checks(spec: FieldSpec, value: Column, path: str) -> list[tuple[Column, str]]:
+def checks(spec: FieldSpec, value: Column, path: str,
+           typed: Column | None = None) -> list[tuple[Column, str]]:
     """(failure condition, reason) pairs for one field at variant ``value``, in order.
 
     Args:
         spec: the field.
         value: its variant (null when the key is absent).
         path: its name in reasons (``address.city`` for a nested field).
+        typed: a scalar field's :func:`value_of`, when the caller computes it once per row
+            (a timestamp's parse is the dearest check); None: the checks compute it.
     """
     missing = absent(value)
     out: list[tuple[Column, str]] = []
@@ -129,7 +134,7 @@ def checks(spec: FieldSpec, value: Column, path: str) -> list[tuple[Column, str]
         every = F.forall(_as(value, "array<variant>"), lambda e: valid(items, e))
         out.append((present & ~every, f"bad_item:{path}"))
     elif spec.kind != "object":
-        out += [(present & c, r) for c, r in _scalar_checks(spec, value, path)]
+        out += [(present & c, r) for c, r in _scalar_checks(spec, value, path, typed)]
     return out
 
 

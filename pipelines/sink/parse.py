@@ -41,6 +41,8 @@ BOM = "\ufeff"
 _V = "_variant"
 #: Prefix of the columns holding each top-level field's variant (dropped by ``classify``).
 _FIELD = "_field_"
+#: Prefix of the columns holding each top-level timestamp field's parsed value.
+_STAMP = "_stamp_"
 _AVRO = "_avro_json"
 INGESTED_AT = "ingested_at"
 QUARANTINE_COLUMNS = ("kafka_topic", "kafka_partition", "kafka_offset", "kafka_timestamp",
@@ -62,8 +64,28 @@ def _with_fields(parsed: DataFrame, schema: EventSchema) -> DataFrame:
     records took 8.5 s to classify before, 6.5 s after; the rows are the same. The guard keeps
     the optimizer from inlining the column back into each use.
     """
-    return parsed.withColumns({f"{_FIELD}{i}": _once_per_row(fields.child(F.col(_V), spec.name))
-                               for i, spec in enumerate(schema.fields)})
+    parsed = parsed.withColumns({f"{_FIELD}{i}": _once_per_row(fields.child(F.col(_V), spec.name))
+                                 for i, spec in enumerate(schema.fields)})
+    stamps = {f"{_STAMP}{i}": _once_per_row(fields.value_of(spec, F.col(f"{_FIELD}{i}")))
+              for i, spec in enumerate(schema.fields) if spec.kind == "timestamp"}
+    return parsed.withColumns(stamps) if stamps else parsed
+
+
+def _typed(schema: EventSchema, spec: FieldSpec) -> Column | None:
+    """The column holding a top-level timestamp field's parsed value, None for other kinds.
+
+    The value, its ``bad_timestamp`` check and ``event_date`` all read it. Written inline, each
+    parsed the text again (a zone-suffix match and a cast): five matches per row in the plan.
+    Measured warm on ``events_v1``, 500,000 records, one process per build, alternating,
+    medians of five: ``classify`` took 4.14 / 4.05 s before, 3.28 / 3.23 s after.
+    """
+    return F.col(f"{_STAMP}{schema.fields.index(spec)}") if spec.kind == "timestamp" else None
+
+
+def _value(schema: EventSchema, spec: FieldSpec) -> Column:
+    """A top-level field's typed value."""
+    typed = _typed(schema, spec)
+    return fields.value_of(spec, _field_variant(schema, spec)) if typed is None else typed
 
 
 def _once_per_row(expr: Column) -> Column:
@@ -128,7 +150,8 @@ def classify(raw: DataFrame, schema: EventSchema, max_record_bytes: int,
         envelope += avro_values.checks(value, F.col(_AVRO), avro)
     parsed = _with_fields(parsed, schema)
     checks = envelope + [c for spec in schema.fields
-                         for c in fields.checks(spec, _field_variant(schema, spec), spec.name)]
+                         for c in fields.checks(spec, _field_variant(schema, spec), spec.name,
+                                                _typed(schema, spec))]
     if KAFKA_KEY in schema.keys:
         checks.append((F.col("key").isNull(), f"missing:{KAFKA_KEY}"))
         checks.append((~F.is_valid_utf8(F.col("key")), f"invalid_utf8:{KAFKA_KEY}"))
@@ -138,11 +161,9 @@ def classify(raw: DataFrame, schema: EventSchema, max_record_bytes: int,
     reason = F.coalesce(*[F.when(cond, F.lit(text) if isinstance(text, str) else text)
                           for cond, text in checks])
     event_time = F.col("timestamp") if schema.time_field == KAFKA_TIMESTAMP else \
-        fields.value_of(schema.field(schema.time_field), _field_variant(
-            schema, schema.field(schema.time_field)))
+        _value(schema, schema.field(schema.time_field))
     return parsed.select(
-        *[fields.value_of(spec, _field_variant(schema, spec)).alias(spec.name)
-          for spec in schema.fields],
+        *[_value(schema, spec).alias(spec.name) for spec in schema.fields],
         *[_header(raw, header).alias(column) for column, header in schema.headers],
         F.to_date(fields.utc(event_time)).alias("event_date"),
         F.col("topic").alias("kafka_topic"),

@@ -104,6 +104,16 @@ def test_valid_events_parse_each_record_once(spark: SparkSession) -> None:
     assert events.count() == 10
 
 
+def test_classify_parses_each_timestamp_field_once_per_row(spark: SparkSession) -> None:
+    """The time field's value, its ``bad_timestamp`` check and ``event_date`` share one parse:
+    one match of the zone suffix and one cast per row (``events_v1`` has one timestamp)."""
+    schema = get_schema("events_v1")
+    classified = classify(_kafka_rows(spark), schema, 1_000_000)
+    plan = classified._jdf.queryExecution().optimizedPlan().toString()  # type: ignore[operator]
+    assert plan.count("RLIKE(") == 1, plan
+    assert classified.where("_reason IS NULL").count() == 10
+
+
 @pytest.mark.extended
 def test_a_session_that_refuses_local_checkpoints_stages_the_batch_and_lands_it_once(
         spark: SparkSession, broker: EmbeddedBroker, lake: Path,
