@@ -14,8 +14,6 @@ from __future__ import annotations
 
 import os
 import shutil
-import signal
-import subprocess
 import sys
 from pathlib import Path
 
@@ -27,6 +25,7 @@ from pipelines.kafka.broker import EmbeddedBroker
 from pipelines.ops.demo_avro import run_avro_step
 from pipelines.ops.demo_connect import run_connect_step
 from pipelines.runtime.ports import port_open
+from pipelines.runtime.processes import run_in_own_session
 
 COUNT, DUPLICATES, POISON, LEGACY = 50_000, 0.10, 0.01, 0.01
 
@@ -42,14 +41,7 @@ def _cli(*args: str, fault: str | None = None) -> int:
     command = [sys.executable, "-m", "pipelines.cli", *args]
     print("$ deltasink " + " ".join(args) + (f"   (with DELTASINK_FAULT={fault})" if fault else ""),
           flush=True)
-    proc = subprocess.Popen(command, env=env, start_new_session=True)
-    code = proc.wait()
-    if code < 0:  # killed: take its Spark JVM down too, as losing the machine would
-        try:
-            os.killpg(proc.pid, signal.SIGKILL)
-        except ProcessLookupError:
-            pass
-    return code
+    return run_in_own_session(command, env)  # a stop of the demo stops the step first
 
 
 def write_demo_config(folder: Path, bootstrap: str, schema: str = "events_v1") -> Path:
