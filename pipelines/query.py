@@ -79,7 +79,7 @@ def stream(spark: SparkSession, config: PipelineConfig, run_id: str, trigger: st
             writer = writer.trigger(availableNow=True)
         else:
             writer = writer.trigger(processingTime=f"{parse_duration(interval)} seconds")
-        query = lease.start(writer)  # a racing second writer is a CheckpointError
+        query = checkpoint.start(writer, location, config.name)  # a racing writer: refused
         try:
             watch(spark, query, config, outage, feed, harvest, probe=own_client,
                    stopping=stopping)

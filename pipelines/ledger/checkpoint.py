@@ -15,10 +15,13 @@ import json
 from datetime import UTC, datetime
 
 from pyspark.sql import SparkSession
+from pyspark.sql.streaming.query import StreamingQuery
+from pyspark.sql.streaming.readwriter import DataStreamWriter
 from pyspark.sql.types import StringType, StructField, StructType
 
 from pipelines import sql
 from pipelines.errors import CheckpointError
+from pipelines.runtime.connect_client import start_query
 from pipelines.storage.store import Store
 
 Offsets = dict[str, dict[int, int]]
@@ -138,6 +141,27 @@ def committed_offsets(spark: SparkSession, location: str) -> tuple[int, Offsets]
         return None
     planned = planned_offsets(spark, location, batch)
     return (batch, planned) if planned is not None else None
+
+
+def start(writer: DataStreamWriter, location: str, pipeline: str) -> StreamingQuery:
+    """Start ``writer``'s streaming query on the checkpoint at ``location`` (its lease held). A
+    writer that could not see the lease and starts at the same moment races it for the
+    checkpoint's ``metadata`` file, and Spark refuses the loser: a ``CheckpointError``, not a
+    trace.
+
+    Raises:
+        CheckpointError: another query started on the checkpoint at the same moment.
+    """
+    try:
+        return start_query(writer.start, f"pipeline {pipeline}")
+    except Exception as exc:
+        if "SparkConcurrentModificationException" not in str(exc) and \
+                "concurrently using" not in str(exc):
+            raise
+        raise CheckpointError(
+            f"pipeline {pipeline}: another run is starting a query on checkpoint "
+            f"{location} at the same moment, and Spark refused this one before it read "
+            "anything. Run one writer per checkpoint.") from None
 
 
 #: Under a checkpoint root: each retirement's record, ``<root>/_deltasink/generations/<n>/``.

@@ -36,14 +36,11 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from pyspark.sql import SparkSession
-from pyspark.sql.streaming.query import StreamingQuery
-from pyspark.sql.streaming.readwriter import DataStreamWriter
 
 from pipelines import faults
 from pipelines.errors import CheckpointError
 from pipelines.ledger import lease_table
 from pipelines.ledger.lease_table import Holder
-from pipelines.runtime.connect_client import start_query
 from pipelines.runtime.processes import pid_alive
 
 #: A lease not renewed for this long (by the Spark server's clock) belongs to a run that is gone.
@@ -235,25 +232,6 @@ class Lease:
             f"pipeline {self.pipeline}: another run is writing with checkpoint "
             f"{self.location} ({who}); this run stopped before committing batch {batch_id}, "
             "so nothing of that batch was committed by it. Run one writer per checkpoint.")
-
-    def start(self, writer: DataStreamWriter) -> StreamingQuery:
-        """Start ``writer``'s streaming query on the checkpoint this lease holds. A writer that
-        could not see the lease and starts at the same moment races it for the checkpoint's
-        ``metadata`` file, and Spark refuses the loser: a ``CheckpointError``, not a trace.
-
-        Raises:
-            CheckpointError: another query started on the checkpoint at the same moment.
-        """
-        try:
-            return start_query(writer.start, f"pipeline {self.pipeline}")
-        except Exception as exc:
-            if "SparkConcurrentModificationException" not in str(exc) and \
-                    "concurrently using" not in str(exc):
-                raise
-            raise CheckpointError(
-                f"pipeline {self.pipeline}: another run is starting a query on checkpoint "
-                f"{self.location} at the same moment, and Spark refused this one before it read "
-                "anything. Run one writer per checkpoint.") from None
 
     def release(self, spark: SparkSession) -> None:
         """Clear the token if it is still ours. Cleared or not (a full disk, a store that

@@ -5,8 +5,10 @@ from __future__ import annotations
 import shutil
 from pathlib import Path
 
+import pytest
 from pyspark.sql import SparkSession
 
+from pipelines.errors import CheckpointError
 from pipelines.ledger import checkpoint
 from pipelines.storage.store import Store
 
@@ -41,3 +43,25 @@ def test_deleting_the_active_generation_does_not_bring_a_retired_one_back(
     (Path(fresh) / "offsets" / "0").write_text("v1\n{}\n{}\n")
     shutil.rmtree(fresh)  # ... and its folder was deleted by hand, as the advice says
     assert checkpoint.active(spark, root) == fresh
+
+
+class RacingWriter:
+    """A DataStreamWriter whose ``start`` fails as Spark's does for a second query racing it."""
+
+    def __init__(self, error: str) -> None:
+        self.error = error
+
+    def start(self) -> None:
+        raise RuntimeError(self.error)
+
+
+def test_a_query_started_at_the_same_moment_is_a_checkpoint_error(tmp_path: Path) -> None:
+    location = str(tmp_path / "ckpt")
+    race = ("An error occurred while calling o41250.start.\n: org.apache.spark."
+            "SparkConcurrentModificationException: Multiple streaming queries are concurrently "
+            "using metadata.")  # seen in make chaos: machine c started as the first run did
+    with pytest.raises(CheckpointError, match=r"another run is starting a query on checkpoint "
+                                              r".*ckpt at the same moment"):
+        checkpoint.start(RacingWriter(race), location, "p")  # type: ignore[arg-type]
+    with pytest.raises(RuntimeError, match="something else"):
+        checkpoint.start(RacingWriter("something else"), location, "p")  # type: ignore[arg-type]

@@ -172,29 +172,6 @@ def test_the_lease_is_a_picklable_value_that_holds_no_session(tmp_path: Path) ->
     assert copy == lease
 
 
-class RacingWriter:
-    """A DataStreamWriter whose ``start`` fails as Spark's does for a second query racing it."""
-
-    def __init__(self, error: str) -> None:
-        self.error = error
-
-    def start(self) -> None:
-        raise RuntimeError(self.error)
-
-
-def test_a_query_started_at_the_same_moment_is_a_checkpoint_error(
-        spark: SparkSession, tmp_path: Path) -> None:
-    lease = Lease(str(tmp_path / "ckpt"), "p")
-    race = ("An error occurred while calling o41250.start.\n: org.apache.spark."
-            "SparkConcurrentModificationException: Multiple streaming queries are concurrently "
-            "using metadata.")  # seen in make chaos: machine c started as the first run did
-    with pytest.raises(CheckpointError, match=r"another run is starting a query on checkpoint "
-                                              r".*ckpt at the same moment"):
-        lease.start(RacingWriter(race))  # type: ignore[arg-type]
-    with pytest.raises(RuntimeError, match="something else"):
-        lease.start(RacingWriter("something else"))  # type: ignore[arg-type]
-
-
 def _commit_first_then_release(first: Path, intruder: Path, committed: Path,
                                stop: threading.Event) -> None:
     """Once the intruder is held in batch 0, let the first run commit it, then the intruder."""
