@@ -43,8 +43,6 @@ def _conf(source: SourceConfig, timeout: float, seen: list[Any]) -> dict[str, An
             "error_cb": seen.append}
 
 
-
-
 def kafka_reason(exc: BaseException, secrets: Mapping[str, str] | None = None) -> tuple[str, str]:
     """A Kafka failure's error name and a one-line message, secrets masked.
 
