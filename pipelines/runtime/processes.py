@@ -25,7 +25,7 @@ def pid_alive(pid: int) -> bool:
     return True
 
 
-def kill_group(pid: int) -> None:
+def _kill_group(pid: int) -> None:
     """SIGKILL the process group led by ``pid`` (a child started in a session of its own, and
     its children: a Spark JVM), if any of it is left."""
     try:
@@ -58,7 +58,7 @@ def run_in_own_session(command: list[str], env: Mapping[str, str] | None = None,
         _stop(proc, grace)
         raise
     if code < 0:
-        kill_group(proc.pid)
+        _kill_group(proc.pid)
     return code
 
 
@@ -70,5 +70,5 @@ def _stop(proc: subprocess.Popen[bytes], grace: float) -> None:
     except BaseException:  # it did not stop in time, or a second signal asked for no wait
         pass
     finally:
-        kill_group(proc.pid)
+        _kill_group(proc.pid)
         proc.wait()

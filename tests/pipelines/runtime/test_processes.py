@@ -81,5 +81,5 @@ def test_a_child_that_does_not_stop_in_time_is_killed_with_its_group(tmp_path: P
     assert time.monotonic() - started < 60
 
 
-def test_a_child_that_ends_by_itself_gives_its_exit_code(tmp_path: Path) -> None:
+def test_a_child_that_ends_by_itself_gives_its_exit_code() -> None:
     assert run_in_own_session([sys.executable, "-c", "raise SystemExit(3)"]) == 3
