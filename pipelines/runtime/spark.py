@@ -29,6 +29,7 @@ from pipelines.errors import EnvironmentSetupError
 from pipelines.runtime import jvm
 from pipelines.runtime.connect_client import bound_retries, check_remote, connect_reason, redact_url
 from pipelines.runtime.sessions import SESSION_CONF, on_databricks, remote_url
+from pipelines.runtime.signals import note_interrupts
 from pipelines.storage import s3
 
 #: JIT settings for a local JVM on a small machine: a method is compiled by C2 only after 8x
@@ -174,31 +175,9 @@ def get_spark(
         builder, extra_packages=[*jvm.SPARK_PACKAGES, *packages])
     with _jvm_output_to(jvm_log_path()):
         spark = builder.getOrCreate()
-    _note_interrupts()
+    note_interrupts()
     spark.sparkContext.setLogLevel(env.setting(env.SPARK_LOG_LEVEL) or "ERROR")
     return spark
-
-
-def _note_interrupts() -> None:
-    """Have Ctrl-C noted (:func:`pipelines.runtime.signals.note_signal`) before PySpark's own
-    handler runs: that one cancels the Spark jobs and raises ``KeyboardInterrupt`` inside a Py4J
-    call, which then fails as a Py4J error; the CLI reports it as the interrupt it was."""
-    import signal
-    import threading
-
-    from pipelines.runtime.signals import note_signal
-
-    current = signal.getsignal(signal.SIGINT)
-    if threading.current_thread() is not threading.main_thread() or not callable(current) \
-            or getattr(current, "_deltasink", False):
-        return
-
-    def noting(signum: int, frame: object) -> None:
-        note_signal(signum)
-        current(signum, frame)  # type: ignore[arg-type]
-
-    noting._deltasink = True  # type: ignore[attr-defined]
-    signal.signal(signal.SIGINT, noting)
 
 
 def _connect(url: str, conf: Mapping[str, str]) -> SparkSession:
