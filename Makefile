@@ -9,8 +9,10 @@ STAMP  := $(VENV)/.install.stamp
 
 install: $(STAMP)
 
-# Idempotent: rebuilds only when pyproject.toml changes. Fetches the JVM artifacts once
-# (Delta, the Spark Kafka connector, the Kafka broker) into ~/.m2, then warms Spark's Ivy cache.
+# Idempotent: rebuilds only when pyproject.toml changes. Fetches the JVM artifacts every user
+# needs once (Delta, the Spark Kafka and Avro connectors, the Kafka broker) into ~/.m2, then
+# warms Spark's Ivy cache. Not S3A's (the AWS SDK bundle): `deltasink setup --s3` fetches them,
+# and the tests that need them fetch them themselves (the s3_server fixture, tests/conftest.py).
 $(STAMP): pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip

@@ -39,6 +39,7 @@ import yaml
 
 from bench import env
 from pipelines.kafka.produce import produce_events
+from pipelines.runtime import jvm
 
 RESULTS = Path(__file__).resolve().parent / "results"
 KINDS = ("LIST", "GET", "HEAD", "PUT", "COPY", "POST", "DELETE")
@@ -187,6 +188,7 @@ def main(argv: list[str] | None = None) -> int:
                             "moto": version("moto"), "commit": subprocess.run(
                                 ["git", "rev-parse", "--short", "HEAD"], capture_output=True,
                                 text=True, check=False).stdout.strip() or "?"}
+    jvm.s3_classpath()  # the runs' S3A jars, which `make install` leaves out (quick when cached)
     rows = []
     with tempfile.TemporaryDirectory(prefix="deltasink-s3-") as tmp:
         work = Path(tmp)

@@ -23,6 +23,13 @@ class EnvironmentSetupError(DeltasinkError):
     """Java, Maven or the JVM artifacts needed to run are missing."""
 
 
+class JarsMissingError(EnvironmentSetupError):
+    """The config needs JVM jars that ``deltasink setup`` fetches only when asked (S3A's).
+
+    Exit 2, as a bad config: nothing ran, and the line names the command that fixes it.
+    """
+
+
 class BrokerError(DeltasinkError):
     """The Kafka broker is unreachable, or the embedded broker failed to start or stop."""
 

@@ -15,6 +15,7 @@ from pyspark.sql import SparkSession
 
 from pipelines.errors import BrokerError
 from pipelines.kafka.broker import EmbeddedBroker, free_port_pair
+from pipelines.runtime import jvm
 from pipelines.runtime.connect_server import ConnectServer
 from pipelines.runtime.ports import free_ports
 from pipelines.runtime.spark import get_spark
@@ -85,7 +86,14 @@ def broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[EmbeddedBroker]
 @pytest.fixture(scope="session")
 def s3_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[S3Server]:
     """moto's S3 API on a loopback port, one request at a time, with its request log
-    (``tests/support/s3.py``); started on first use. Tests create buckets of their own."""
+    (``tests/support/s3.py``); started on first use. Tests create buckets of their own.
+
+    First the S3A jars the tests' sessions and runs on it need, which ``make install`` leaves
+    out (``deltasink setup --s3``'s fetch, without its Spark session): fetched once by mvn into
+    ~/.m2 (under a lock, so the two workers fetch them once), then file checks only. Here, not
+    in the Makefile: every way of running these tests gets them, and a run that has them pays
+    no JVM start."""
+    jvm.s3_classpath()
     server = S3Server(tmp_path_factory.mktemp("s3")).start()
     yield server
     server.stop()

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING
 
 from pipelines.cli.failures import config_secrets
 from pipelines.cli.group import cmd_run_group, config_files
-from pipelines.cli.session import session_for, setup_session
+from pipelines.cli.session import session_for
 from pipelines.errors import ConfigError
 
 if TYPE_CHECKING:
@@ -43,19 +43,6 @@ def cmd_init(args: argparse.Namespace) -> int:
     _say(f"wrote {out}: the required keys for topic {args.topic}; optional keys are commented "
          "with their defaults")
     _say(f"next: deltasink run --config {out}")
-    return 0
-
-
-def cmd_setup(args: argparse.Namespace) -> int:
-    from pipelines.runtime import jvm
-
-    for line in jvm.fetch():
-        _say(line)
-    # Resolves the packages once, S3's included, filling Ivy's cache: no run downloads a jar.
-    spark = setup_session(jvm.S3_PACKAGES)
-    spark.range(1).count()
-    spark.stop()
-    _say("spark session with Delta, the Kafka connector and S3A: ok (jars cached)")
     return 0
 
 

@@ -14,7 +14,13 @@ import traceback
 from collections.abc import Iterable
 
 from pipelines.config.secrets import PUBLIC_OPTIONS, config_secrets, redact, secret_values
-from pipelines.errors import ConfigError, DeltasinkError, QualityError, SchemaError
+from pipelines.errors import (
+    ConfigError,
+    DeltasinkError,
+    JarsMissingError,
+    QualityError,
+    SchemaError,
+)
 
 __all__ = ["PUBLIC_OPTIONS", "broken_by_stop", "classify", "config_secrets", "describe_failure",
            "redact", "report_failure", "secret_values"]
@@ -24,15 +30,17 @@ def broken_by_stop(exc: BaseException, signals: list[int]) -> bool:
     """Whether ``exc`` is what a stop signal broke (a cancelled batch, a closed call), to be
     reported as the stop: ``signals`` arrived, and ``exc`` is not a config, schema or quality
     verdict of its own, which stays what it is."""
-    return bool(signals) and not isinstance(exc, ConfigError | SchemaError | QualityError)
+    return bool(signals) and not isinstance(
+        exc, ConfigError | SchemaError | QualityError | JarsMissingError)
 
 
 def classify(exc: BaseException, debug: bool = False) -> tuple[int, str]:
     """The exit code and the one line of a failure (the epilog's exit codes).
 
-    2 a bad config or schema, 3 a failed data-quality check, 130 Ctrl-C, 1 anything else.
+    2 a bad config or schema (or one this install lacks the jars for), 3 a failed data-quality
+    check, 130 Ctrl-C, 1 anything else.
     """
-    if isinstance(exc, ConfigError | SchemaError):
+    if isinstance(exc, ConfigError | SchemaError | JarsMissingError):
         return 2, f"error: {exc}"
     if isinstance(exc, QualityError):
         return 3, f"data quality check failed: {exc}"

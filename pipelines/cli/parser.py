@@ -19,12 +19,14 @@ from pipelines.cli.commands import (
     cmd_report,
     cmd_rewind,
     cmd_run,
-    cmd_setup,
     cmd_status,
     cmd_validate,
 )
 from pipelines.cli.failures import broken_by_stop, classify, report_failure
 from pipelines.cli.group import GROUP_DIR
+from pipelines.cli.setup import TEXT as SETUP_TEXT
+from pipelines.cli.setup import add_arguments as add_setup_arguments
+from pipelines.cli.setup import cmd_setup
 from pipelines.cli.stops import stop_on_signals, stopped_line
 from pipelines.runtime.signals import SIGNALS
 
@@ -82,8 +84,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--name", help="pipeline name (default: the topic)")
     p.add_argument("--checkpoint", metavar="PATH",
                    help="default: _checkpoints/<name> next to the target folder")
-    add("setup", cmd_setup, "fetch and cache the JVM jars (Delta, Kafka connector, Kafka broker)",
-        config=False)
+    add_setup_arguments(add("setup", cmd_setup, SETUP_TEXT, config=False))
     p = add("broker", cmd_broker, "start or stop the embedded Kafka broker (local development)",
             config=False)
     p.add_argument("action", choices=["start", "stop", "status"])

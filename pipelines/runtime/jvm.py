@@ -1,7 +1,11 @@
 """JVM artifacts: which Maven coordinates deltasink needs, and how they are fetched and cached.
 
 Spark resolves its packages with Ivy (``spark.jars.packages``). Ivy looks in ``~/.m2`` first, so
-:func:`fetch` pre-fetches everything there with ``mvn`` once; after that no run touches the network.
+:func:`fetch` (``deltasink setup``) pre-fetches them there with ``mvn`` once; after that no run
+touches the network. It fetches what every user needs (:data:`SPARK`, :data:`BROKER`, about a
+fifth of the whole); S3A's jars (:data:`S3`, the AWS SDK bundle: the rest) only when asked
+(``deltasink setup --s3``, or a config on S3), and a session that needs them without them is
+refused in one line (:func:`require_fetched`) rather than downloading them by surprise.
 
 One workaround is deliberate: the 4.0.1 Kafka connector depends on
 ``spark-token-provider-kafka-0-10_2.13:4.0.1``, which the Maven Central reachable from our build
@@ -11,14 +15,15 @@ jar on ``spark.jars`` instead (see :func:`spark_conf`).
 
 from __future__ import annotations
 
+import fcntl
 import os
 import shutil
-import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 
 from pipelines.config import env
-from pipelines.errors import EnvironmentSetupError
+from pipelines.errors import EnvironmentSetupError, JarsMissingError
+from pipelines.runtime import maven
 
 KAFKA_CONNECTOR = "org.apache.spark:spark-sql-kafka-0-10_2.13:4.0.1"
 TOKEN_PROVIDER = "org.apache.spark:spark-token-provider-kafka-0-10_2.13:4.0.0"
@@ -28,7 +33,7 @@ AVRO = "org.apache.spark:spark-avro_2.13:4.0.1"
 #: The packages Spark resolves with Ivy (``spark.jars.packages``), Delta's added by delta-spark.
 SPARK_PACKAGES = (KAFKA_CONNECTOR, AVRO)
 #: Hadoop's S3A connector, the version of pyspark 4.0.1's hadoop-client (3.4.1); its POM brings
-#: the AWS SDK v2 bundle (``software.amazon.awssdk:bundle:2.24.6``, about 560 MB). A session
+#: the AWS SDK v2 bundle (``software.amazon.awssdk:bundle:2.24.6``, a 558 MB jar). A session
 #: resolves it only when a pipeline has an S3 location (:mod:`pipelines.storage.s3`).
 HADOOP_AWS = "org.apache.hadoop:hadoop-aws:3.4.1"
 S3_PACKAGES = (HADOOP_AWS,)
@@ -58,6 +63,35 @@ class Coordinate:
         """Where this artifact's jar lives in a Maven repository folder."""
         folder = m2.joinpath(*self.group.split("."), self.artifact, self.version)
         return folder / f"{self.artifact}-{self.version}.jar"
+
+
+@dataclass(frozen=True)
+class JarSet:
+    """Jars fetched together: one mvn resolution, one classpath cached under ``name``.
+
+    Attributes:
+        name: its folder in :func:`cache_dir`.
+        what: what it is, for the user.
+        coordinates: what mvn resolves, with their dependencies.
+        wanted: coordinates the cached classpath must hold (an older one lacking them is
+            resolved again).
+        exclude: ``group:artifact`` left out of the Kafka connector's own dependencies.
+    """
+
+    name: str
+    what: str
+    coordinates: tuple[str, ...]
+    wanted: tuple[str, ...] = ()
+    exclude: str | None = None
+
+
+#: Delta, the Kafka connector and spark-avro, for every session (see the module docstring).
+SPARK = JarSet("spark-packages", "Delta, the Kafka connector, spark-avro",
+               (DELTA, *SPARK_PACKAGES, TOKEN_PROVIDER), SPARK_PACKAGES, TOKEN_PROVIDER)
+#: The embedded Kafka broker (``deltasink broker``, ``deltasink demo``, the tests).
+BROKER = JarSet("kafka-broker", KAFKA_BROKER, (KAFKA_BROKER, *_BROKER_EXTRAS))
+#: Hadoop's S3A and the AWS SDK: only for pipelines on S3 (``deltasink setup --s3``).
+S3 = JarSet("s3", f"{HADOOP_AWS} and the AWS SDK", S3_PACKAGES, S3_PACKAGES)
 
 
 def m2_repository() -> Path:
@@ -95,92 +129,89 @@ def spark_conf() -> dict[str, str]:
     }
 
 
-def _pom(name: str, coordinates: list[str], exclude: str | None = None) -> str:
-    deps = []
-    for text in coordinates:
-        c = Coordinate.parse(text)
-        exclusion = ""
-        if exclude and text == KAFKA_CONNECTOR:
-            g, a, _ = (*exclude.split(":"), "")[:3]
-            exclusion = (f"<exclusions><exclusion><groupId>{g}</groupId>"
-                         f"<artifactId>{a}</artifactId></exclusion></exclusions>")
-        deps.append(f"<dependency><groupId>{c.group}</groupId><artifactId>{c.artifact}"
-                     f"</artifactId><version>{c.version}</version>{exclusion}</dependency>")
-    return ("<project xmlns=\"http://maven.apache.org/POM/4.0.0\"><modelVersion>4.0.0"
-            f"</modelVersion><groupId>deltasink.cache</groupId><artifactId>{name}</artifactId>"
-            f"<version>1</version><dependencies>{''.join(deps)}</dependencies></project>\n")
+def _resolve(jars: JarSet) -> list[Path]:
+    """Download ``jars`` (transitively) into ~/.m2 with mvn; return the classpath.
 
-
-def _resolve(name: str, coordinates: list[str], exclude: str | None = None) -> list[Path]:
-    """Download ``coordinates`` (transitively) into ~/.m2 with mvn; return the classpath."""
-    folder = cache_dir() / name
+    Under a lock in :func:`cache_dir`: two processes fetching at once (two test workers, two
+    jobs on a fresh machine) would write one POM and one classpath file; the second waits, and
+    then finds the first's.
+    """
+    folder = cache_dir() / jars.name
     folder.mkdir(parents=True, exist_ok=True)
-    (folder / "pom.xml").write_text(_pom(name, coordinates, exclude))
-    out = folder / "classpath.txt"
-    mvn = shutil.which("mvn")
-    if not mvn:
-        raise EnvironmentSetupError("Maven (`mvn`) is needed once to fetch JVM jars; install it "
-                                    "(`apt-get install maven`) and run `make install`.")
-    cmd = [mvn, "-q", "-B", "-f", str(folder / "pom.xml"), "dependency:build-classpath",
-           f"-Dmdep.outputFile={out}", f"-Dmaven.repo.local={m2_repository()}"]
-    proc = subprocess.run(cmd, capture_output=True, text=True, check=False)
-    if proc.returncode != 0:
-        tail = "\n".join((proc.stdout + proc.stderr).strip().splitlines()[-6:])
-        raise EnvironmentSetupError(
-            f"could not fetch the JVM artifacts for {name} from Maven Central, and they are not "
-            f"cached in {m2_repository()}. Check network access to Maven Central (or a mirror in "
-            f"~/.m2/settings.xml) and run `make install` again.\nmvn said:\n{tail}")
-    return [Path(p) for p in out.read_text().strip().split(os.pathsep) if p]
+    with open(folder / ".lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        exclude = (KAFKA_CONNECTOR, jars.exclude) if jars.exclude else None
+        return _cached(jars) or maven.build_classpath(folder, jars.name, jars.coordinates,
+                                                      exclude, m2_repository())
 
 
-def _cached(name: str, wanted: tuple[str, ...] = ()) -> list[Path] | None:
-    """The classpath :func:`_resolve` wrote for ``name``, if every jar of it is still there and
-    it holds the jars of ``wanted``; else None (resolve again)."""
-    cached = cache_dir() / name / "classpath.txt"
+def _cached(jars: JarSet) -> list[Path] | None:
+    """The classpath :func:`_resolve` wrote for ``jars``, if every jar of it is still there and
+    it holds the jars of ``jars.wanted`` in today's ~/.m2; else None (resolve again)."""
+    cached = cache_dir() / jars.name / "classpath.txt"
     if not cached.exists():
         return None
-    jars = [Path(p) for p in cached.read_text().strip().split(os.pathsep) if p]
-    needed = {Coordinate.parse(c).jar_in(m2_repository()) for c in wanted}
-    return jars if jars and all(j.exists() for j in jars) and needed <= set(jars) else None
+    found = maven.read_classpath(cached)
+    needed = {Coordinate.parse(c).jar_in(m2_repository()) for c in jars.wanted}
+    return found if found and all(j.exists() for j in found) and needed <= set(found) else None
+
+
+def classpath(jars: JarSet) -> list[Path]:
+    """The classpath of ``jars``, fetched on first use and cached afterwards."""
+    return _cached(jars) or _resolve(jars)
 
 
 def broker_classpath() -> list[Path]:
-    """The embedded Kafka broker's classpath, fetched on first use and cached afterwards."""
-    return _cached("kafka-broker") or _resolve("kafka-broker", [KAFKA_BROKER, *_BROKER_EXTRAS])
+    """The embedded Kafka broker's classpath."""
+    return classpath(BROKER)
 
 
 def spark_classpath() -> list[Path]:
     """The Spark-side jars (Delta, Kafka connector, spark-avro, their dependencies) in ~/.m2."""
-    return _cached("spark-packages", SPARK_PACKAGES) or _resolve(
-        "spark-packages", [DELTA, *SPARK_PACKAGES, TOKEN_PROVIDER], exclude=TOKEN_PROVIDER)
+    return classpath(SPARK)
 
 
 def s3_classpath() -> list[Path]:
     """The S3A jars (hadoop-aws, the AWS SDK bundle, their dependencies) in ~/.m2."""
-    return _cached("s3", S3_PACKAGES) or _resolve("s3", list(S3_PACKAGES))
+    return classpath(S3)
 
 
 def spark_artifacts_cached(packages: tuple[str, ...] = ()) -> bool:
     """Whether the Spark-side jars, and those of ``packages``, are already in ~/.m2 (so Ivy
     needs no network). The S3 packages count only with their whole classpath fetched."""
-    m2 = m2_repository()
-    if any(c in S3_PACKAGES for c in packages) and \
-            not (cache_dir() / "s3" / "classpath.txt").exists():
+    if set(packages) & set(S3_PACKAGES) and _cached(S3) is None:
         return False
+    m2 = m2_repository()
     return all(Coordinate.parse(c).jar_in(m2).exists()
                for c in (*SPARK_PACKAGES, TOKEN_PROVIDER, DELTA, *packages))
 
 
-def fetch() -> list[str]:
-    """Fetch every JVM artifact deltasink uses into ~/.m2 (idempotent).
+def require_fetched(packages: tuple[str, ...]) -> None:
+    """Refuse a local session that would resolve the S3 packages before they are fetched.
+
+    Every other jar is fetched on first use, but S3A's are most of the install (the AWS SDK
+    bundle): only ``deltasink setup --s3`` (or ``--config`` with a config on S3) fetches them,
+    so a run never starts a download that size by surprise.
+
+    Raises:
+        JarsMissingError: an S3 package is asked for and its classpath is not fetched.
+    """
+    if set(packages) & set(S3_PACKAGES) and _cached(S3) is None:
+        raise JarsMissingError(
+            "a location is on S3 (s3:// or s3a://), and the S3A jars (hadoop-aws and the AWS "
+            f"SDK) are not fetched into {m2_repository()}: run `deltasink setup --s3` once")
+
+
+def plan(s3: bool = False) -> tuple[JarSet, ...]:
+    """What :func:`fetch` fetches: what every user needs, and with ``s3`` the S3A jars too."""
+    return (SPARK, BROKER, *((S3,) if s3 else ()))
+
+
+def fetch(s3: bool = False) -> list[str]:
+    """Fetch the JVM artifacts of :func:`plan` into ~/.m2 (idempotent).
 
     Returns:
         A line per artifact group, for the user.
     """
     require_java()
-    spark_jars = spark_classpath()
-    s3 = s3_classpath()
-    broker = broker_classpath()
-    return [f"spark packages: {len(spark_jars)} jars in {m2_repository()}",
-            f"s3 (S3A):       {len(s3)} jars ({HADOOP_AWS} and the AWS SDK)",
-            f"kafka broker:   {len(broker)} jars ({KAFKA_BROKER})"]
+    return [f"{jars.name + ':':16}{len(classpath(jars))} jars ({jars.what})" for jars in plan(s3)]

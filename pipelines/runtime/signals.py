@@ -2,9 +2,9 @@
 that follows its ``deltasink`` process instead of dying of the same signal.
 
 **The record.** The CLI's handler and the one chained before PySpark's Ctrl-C handler
-(:mod:`pipelines.runtime.spark`) note each signal in :data:`SIGNALS`; the CLI
-(:mod:`pipelines.cli.parser`) reads it to report a Spark call broken by the interrupt as the
-interrupt it was.
+(:func:`note_interrupts`, installed by :mod:`pipelines.runtime.spark`) note each signal in
+:data:`SIGNALS`; the CLI (:mod:`pipelines.cli.parser`) reads it to report a Spark call broken
+by the interrupt as the interrupt it was.
 
 **The JVM follows.** A terminal's Ctrl-C, ``kill -TERM -<pgid>``, systemd's default
 control-group stop and a job cancel signal the whole process group: the ``deltasink`` process
@@ -105,3 +105,19 @@ def _fork_hook() -> threading.Event:
     os.register_at_fork(after_in_child=in_child)
     return launching
 
+
+def note_interrupts() -> None:
+    """Have Ctrl-C noted (:func:`note_signal`) before PySpark's own
+    handler runs: that one cancels the Spark jobs and raises ``KeyboardInterrupt`` inside a Py4J
+    call, which then fails as a Py4J error; the CLI reports it as the interrupt it was."""
+    current = signal.getsignal(signal.SIGINT)
+    if threading.current_thread() is not threading.main_thread() or not callable(current) \
+            or getattr(current, "_deltasink", False):
+        return
+
+    def noting(signum: int, frame: object) -> None:
+        note_signal(signum)
+        current(signum, frame)  # type: ignore[arg-type]
+
+    noting._deltasink = True  # type: ignore[attr-defined]
+    signal.signal(signal.SIGINT, noting)

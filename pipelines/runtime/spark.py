@@ -29,6 +29,7 @@ from pipelines.errors import EnvironmentSetupError
 from pipelines.runtime import jvm
 from pipelines.runtime.connect_client import bound_retries, check_remote, connect_reason, redact_url
 from pipelines.runtime.sessions import SESSION_CONF, on_databricks, remote_url
+from pipelines.runtime.signals import note_interrupts
 from pipelines.storage import s3
 
 #: JIT settings for a local JVM on a small machine: a method is compiled by C2 only after 8x
@@ -141,7 +142,8 @@ def get_spark(
         remote: a Spark Connect URL (``sc://host:port``); default ``SPARK_REMOTE``. Set, the
             session is a Connect client and ``master`` is not used.
         packages: Maven coordinates a local session resolves beside Delta, Kafka and Avro
-            (the S3 connector, :data:`pipelines.runtime.jvm.S3_PACKAGES`); fetched into ~/.m2
+            (the S3 connector, :data:`pipelines.runtime.jvm.S3_PACKAGES`, which ``deltasink
+            setup --s3`` must have fetched). Delta's, Kafka's and Avro's are fetched into ~/.m2
             first if they are not there.
 
     Returns:
@@ -150,6 +152,8 @@ def get_spark(
     Raises:
         EnvironmentSetupError: Java or the JVM jars are missing and cannot be fetched, or the
             Spark Connect server does not answer.
+        JarsMissingError: ``packages`` names S3A and its jars are not fetched (a local
+            session only: Databricks and Spark Connect servers bring their own).
     """
     active = SparkSession.getActiveSession()
     if active is not None:
@@ -162,8 +166,9 @@ def get_spark(
 
     from delta import configure_spark_with_delta_pip
 
+    jvm.require_fetched(packages)  # S3A's jars: fetched only by `deltasink setup --s3`
     jvm.require_java()
-    if not jvm.spark_artifacts_cached(packages):
+    if not jvm.spark_artifacts_cached():
         jvm.fetch()
     os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
     builder = SparkSession.builder.master(master).appName(app_name)
@@ -174,31 +179,9 @@ def get_spark(
         builder, extra_packages=[*jvm.SPARK_PACKAGES, *packages])
     with _jvm_output_to(jvm_log_path()):
         spark = builder.getOrCreate()
-    _note_interrupts()
+    note_interrupts()
     spark.sparkContext.setLogLevel(env.setting(env.SPARK_LOG_LEVEL) or "ERROR")
     return spark
-
-
-def _note_interrupts() -> None:
-    """Have Ctrl-C noted (:func:`pipelines.runtime.signals.note_signal`) before PySpark's own
-    handler runs: that one cancels the Spark jobs and raises ``KeyboardInterrupt`` inside a Py4J
-    call, which then fails as a Py4J error; the CLI reports it as the interrupt it was."""
-    import signal
-    import threading
-
-    from pipelines.runtime.signals import note_signal
-
-    current = signal.getsignal(signal.SIGINT)
-    if threading.current_thread() is not threading.main_thread() or not callable(current) \
-            or getattr(current, "_deltasink", False):
-        return
-
-    def noting(signum: int, frame: object) -> None:
-        note_signal(signum)
-        current(signum, frame)  # type: ignore[arg-type]
-
-    noting._deltasink = True  # type: ignore[attr-defined]
-    signal.signal(signal.SIGINT, noting)
 
 
 def _connect(url: str, conf: Mapping[str, str]) -> SparkSession:
@@ -236,10 +219,19 @@ def spark_for(config: PipelineConfig, app_name: str = "deltasink") -> SparkSessi
         A local session of a pipeline with an S3 location gets the S3 connector and its
         settings (:mod:`pipelines.storage.s3`) beneath the config's own ``spark.conf``; other
         pipelines' sessions resolve no S3 jar.
+
+    Raises:
+        JarsMissingError: before a JVM starts, for a pipeline on S3 whose jars are not fetched.
     """
     conf = config.spark.spark_conf()
     packages: tuple[str, ...] = ()
-    if s3.any_s3(locations(config)) and not remote_url(config.spark.remote):
+    if needs_s3(config):
         conf, packages = {**s3.spark_conf(), **conf}, jvm.S3_PACKAGES
     return get_spark(app_name, master=config.spark.master, conf=conf,
                      remote=config.spark.remote, packages=packages)
+
+
+def needs_s3(config: PipelineConfig) -> bool:
+    """Whether a local session for ``config`` needs S3A's jars: a location on S3, and no Spark
+    Connect server (whose jars are its own)."""
+    return s3.any_s3(locations(config)) and not remote_url(config.spark.remote)

@@ -39,7 +39,8 @@ def test_the_whole_cli_from_a_minimal_config_in_another_directory(
         spark: SparkSession, broker: EmbeddedBroker, tmp_path: Path,
         monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
     """init, run (with its validation), status, report from a config holding only the required
-    keys, run from an unrelated working directory with every process setting set.
+    keys, run from an unrelated working directory with every process setting set (an empty
+    deltasink cache among them: S3A's jars are not there, and this pipeline does not need them).
 
     ``init`` and ``run`` are real processes (the suite's one end-to-end CLI run, cold JVM
     included); ``status`` and ``report`` call the same ``main()`` in this process, from the same
@@ -54,7 +55,7 @@ def test_the_whole_cli_from_a_minimal_config_in_another_directory(
     topic = f"cli-{uuid.uuid4().hex[:8]}"
     driver_log = tmp_path / "logs" / "driver.log"
     settings = {env.SPARK_LOG: str(driver_log), env.SPARK_LOG_LEVEL: "WARN",
-                env.M2: str(jvm.m2_repository()), env.JVM_CACHE: str(jvm.cache_dir()),
+                env.M2: str(jvm.m2_repository()), env.JVM_CACHE: str(tmp_path / "cache"),
                 env.CHAOS_SEED: "7", "DELTASINK_NOT_A_SETTING": "x"}
     environ = {**os.environ, **settings}
     fault = "before_target_commit@999999"  # DELTASINK_FAULT set, at a batch that never comes
@@ -87,6 +88,9 @@ def test_the_whole_cli_from_a_minimal_config_in_another_directory(
     assert {"spark", "preflight", "stream", "validate", "total"} <= set(timings), timings
     assert "ignoring environment variable DELTASINK_NOT_A_SETTING" in ran.stderr
     assert driver_log.stat().st_size > 0  # DELTASINK_SPARK_LOG was honoured
+    # An empty deltasink cache (DELTASINK_JVM_CACHE): no S3A classpath fetched, and a pipeline
+    # that is not on S3 is neither refused for it nor fetches it.
+    assert not (tmp_path / "cache" / "s3").exists()
 
     monkeypatch.chdir(work)
     for key, value in {**settings, env.FAULT: fault}.items():

@@ -1,14 +1,16 @@
-"""The S3 connector's jars: fetched by ``deltasink setup``, given to a session only when the
-pipeline has an S3 location (no JVM starts here)."""
+"""The S3 connector's jars: fetched by ``deltasink setup --s3``, given to a session only when the
+pipeline has an S3 location, and refused to it until fetched (no JVM starts here)."""
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from pipelines.config.model import PipelineConfig
+from pipelines.errors import JarsMissingError
 from pipelines.runtime import jvm
 from pipelines.runtime import spark as spark_module
 
@@ -51,16 +53,37 @@ def test_other_pipelines_and_connect_clients_get_no_s3_jar_and_no_s3_setting(
         assert not any("s3" in key for key in asked["conf"])
 
 
-def test_the_s3_jars_count_as_cached_only_with_their_whole_classpath(
+def test_the_s3_jars_count_as_fetched_only_with_their_whole_classpath_in_todays_m2(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("DELTASINK_JVM_CACHE", str(tmp_path))
-    if not jvm.spark_artifacts_cached():
-        pytest.skip("the Spark jars are not in ~/.m2 here")  # a fresh machine before setup
-    assert not jvm.spark_artifacts_cached(jvm.S3_PACKAGES)  # no classpath fetched yet
-    (tmp_path / "s3").mkdir()
-    (tmp_path / "s3" / "classpath.txt").write_text("")
-    assert jvm.spark_artifacts_cached(jvm.S3_PACKAGES) == \
-        jvm.Coordinate.parse(jvm.HADOOP_AWS).jar_in(jvm.m2_repository()).exists()
+    """No network: stand-in jar files in a Maven repository of this test's own."""
+    m2, cache = tmp_path / "m2", tmp_path / "cache"
+    monkeypatch.setenv("DELTASINK_M2", str(m2))
+    monkeypatch.setenv("DELTASINK_JVM_CACHE", str(cache))
+    aws = jvm.Coordinate.parse(jvm.HADOOP_AWS).jar_in(m2)
+    sdk = jvm.Coordinate.parse("software.amazon.awssdk:bundle:2.24.6").jar_in(m2)
+    listed = cache / "s3" / "classpath.txt"
+
+    def fetched() -> bool:
+        try:
+            jvm.require_fetched(jvm.S3_PACKAGES)
+        except JarsMissingError:
+            return False
+        return True
+
+    assert not fetched()  # no classpath
+    jvm.require_fetched(())  # a session that does not ask for S3A is never refused
+    listed.parent.mkdir(parents=True)
+    listed.write_text(os.pathsep.join(map(str, (aws, sdk))))
+    assert not fetched()  # listed, but the jars are not there
+    for jar in (aws, sdk):
+        jar.parent.mkdir(parents=True)
+        jar.write_bytes(b"")
+    assert fetched()
+    sdk.unlink()
+    assert not fetched()  # one jar gone
+    monkeypatch.setenv("DELTASINK_M2", str(tmp_path / "elsewhere"))
+    sdk.write_bytes(b"")
+    assert not fetched()  # another repository: its jars are not those listed
 
 
 @pytest.mark.slow
