@@ -33,7 +33,9 @@ SPARK_PACKAGES = (KAFKA_CONNECTOR, AVRO)
 HADOOP_AWS = "org.apache.hadoop:hadoop-aws:3.4.1"
 S3_PACKAGES = (HADOOP_AWS,)
 KAFKA_BROKER = "org.apache.kafka:kafka_2.13:4.1.0"
-_BROKER_EXTRAS = (
+#: slf4j 2 routed to log4j2: the logging of the JVMs run from Maven jars (the broker, the
+#: tests' Kafka Connect), whose own POMs bring no logging backend.
+LOGGING_JARS = (
     "org.slf4j:slf4j-api:2.0.16",
     "org.apache.logging.log4j:log4j-slf4j2-impl:2.24.3",
     "org.apache.logging.log4j:log4j-core:2.24.3",
@@ -144,9 +146,19 @@ def _cached(name: str, wanted: tuple[str, ...] = ()) -> list[Path] | None:
     return jars if jars and all(j.exists() for j in jars) and needed <= set(jars) else None
 
 
+def classpath(name: str, coordinates: tuple[str, ...]) -> list[Path]:
+    """The classpath of ``coordinates`` and their dependencies, fetched into ~/.m2 with mvn on
+    first use and cached under ``name`` afterwards, as the broker's is.
+
+    For jars that only some callers need (the tests' Kafka Connect and Debezium): they are
+    fetched where they are first used, never by :func:`fetch`, so a user's install stays lean.
+    """
+    return _cached(name, coordinates) or _resolve(name, list(coordinates))
+
+
 def broker_classpath() -> list[Path]:
     """The embedded Kafka broker's classpath, fetched on first use and cached afterwards."""
-    return _cached("kafka-broker") or _resolve("kafka-broker", [KAFKA_BROKER, *_BROKER_EXTRAS])
+    return _cached("kafka-broker") or _resolve("kafka-broker", [KAFKA_BROKER, *LOGGING_JARS])
 
 
 def spark_classpath() -> list[Path]:
