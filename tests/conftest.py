@@ -97,9 +97,11 @@ def postgres() -> Iterator[PostgresServer]:
     """A real PostgreSQL 15 with ``wal_level=logical``, for the CDC tests (Debezium reads its
     WAL), one per test session, started on first use (``tests/support/postgres.py``). Tests
     create databases of their own (:meth:`PostgresServer.database`)."""
-    server = PostgresServer.create().start()
-    yield server
-    server.remove()
+    server = PostgresServer.create()
+    try:
+        yield server.start()
+    finally:
+        server.remove()  # its temp folder too, also when it did not start
 
 
 @pytest.fixture
