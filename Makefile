@@ -31,10 +31,12 @@ typecheck: install
 
 test: lint typecheck
 	bash .ci/ensure-chromium.sh
+	bash .ci/ensure-postgres.sh
 	$(BIN)/pytest -m "not chaos and not extended and not cluster" -q -n 2 --max-worker-restart=0 --durations=25
 
 # The slower variants of make test's proofs (marker `extended`), on the same two workers.
 extended: install
+	bash .ci/ensure-postgres.sh
 	$(BIN)/pytest -m "extended and not chaos and not cluster" -q -n 2 --max-worker-restart=0 --durations=25
 
 # The docs site (mkdocs-material): --strict fails on a broken link or a missing page. Its
@@ -47,6 +49,7 @@ docs-serve: install
 	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs serve --strict
 
 chaos: install
+	bash .ci/ensure-postgres.sh
 	$(BIN)/pytest -m chaos -q -s
 
 bench: install

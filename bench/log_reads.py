@@ -36,7 +36,7 @@ from pipelines.storage.store import Store, named
 
 def _read(store: Store, pattern: str) -> list[str]:
     rows = store._rows([pattern], content=True)  # the read read_many makes, for either pattern
-    return sorted(str(r["path"]).rpartition("/")[2] for r in rows)
+    return sorted(r.path.rpartition("/")[2] for r in rows)
 
 
 def _time(store: Store, pattern: str, rounds: int) -> tuple[float, list[str]]:

@@ -19,6 +19,7 @@ from pipelines.runtime import jvm
 from pipelines.runtime.connect_server import ConnectServer
 from pipelines.runtime.ports import free_ports
 from pipelines.runtime.spark import get_spark
+from tests.support.postgres import PostgresServer
 from tests.support.runner import TEST_JVM_OPTS, TEST_SPARK_CONF
 from tests.support.s3 import S3Server
 
@@ -99,6 +100,18 @@ def s3_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[S3Server]:
     server.stop()
 
 
+@pytest.fixture(scope="session")
+def postgres() -> Iterator[PostgresServer]:
+    """A real PostgreSQL 15 with ``wal_level=logical``, for the CDC tests (Debezium reads its
+    WAL), one per test session, started on first use (``tests/support/postgres.py``). Tests
+    create databases of their own (:meth:`PostgresServer.database`)."""
+    server = PostgresServer.create()
+    try:
+        yield server.start()
+    finally:
+        server.remove()  # its temp folder too, also when it did not start
+
+
 @pytest.fixture
 def lake(tmp_path: Path) -> Path:
     """A fresh folder for this test's Delta tables and checkpoints."""
@@ -107,11 +120,11 @@ def lake(tmp_path: Path) -> Path:
     return folder
 
 
-#: Fixtures that start a JVM or a broker (the session's Spark driver, the Kafka broker, a Spark
-#: Connect server). A test that uses one, directly or through another fixture, is marked
+#: Fixtures that start a JVM or a server (the session's Spark driver, the Kafka broker, a Spark
+#: Connect server, PostgreSQL). A test that uses one, directly or through another fixture, is marked
 #: ``slow``: ``pytest -m "not slow"`` is the quick loop of tests that need neither.
 JVM_FIXTURES = frozenset({"spark", "broker", "connect_server", "own_broker", "sasl_broker",
-                          "s3_server"})
+                          "s3_server", "postgres"})
 
 
 #: The work unit of the test files that talk to the Spark Connect server: they all go to one

@@ -38,7 +38,8 @@ SPARK_PACKAGES = (KAFKA_CONNECTOR, AVRO)
 HADOOP_AWS = "org.apache.hadoop:hadoop-aws:3.4.1"
 S3_PACKAGES = (HADOOP_AWS,)
 KAFKA_BROKER = "org.apache.kafka:kafka_2.13:4.1.0"
-_BROKER_EXTRAS = (
+#: A logging backend for the JVMs deltasink starts itself (the broker; the tests' Kafka Connect).
+LOGGING_JARS = (
     "org.slf4j:slf4j-api:2.0.16",
     "org.apache.logging.log4j:log4j-slf4j2-impl:2.24.3",
     "org.apache.logging.log4j:log4j-core:2.24.3",
@@ -89,7 +90,7 @@ class JarSet:
 SPARK = JarSet("spark-packages", "Delta, the Kafka connector, spark-avro",
                (DELTA, *SPARK_PACKAGES, TOKEN_PROVIDER), SPARK_PACKAGES, TOKEN_PROVIDER)
 #: The embedded Kafka broker (``deltasink broker``, ``deltasink demo``, the tests).
-BROKER = JarSet("kafka-broker", KAFKA_BROKER, (KAFKA_BROKER, *_BROKER_EXTRAS))
+BROKER = JarSet("kafka-broker", KAFKA_BROKER, (KAFKA_BROKER, *LOGGING_JARS))
 #: Hadoop's S3A and the AWS SDK: only for pipelines on S3 (``deltasink setup --s3``).
 S3 = JarSet("s3", f"{HADOOP_AWS} and the AWS SDK", S3_PACKAGES, S3_PACKAGES)
 
