@@ -19,10 +19,10 @@ from pyspark.sql import functions as F
 
 from pipelines.config.model import PipelineConfig
 from pipelines.errors import ConfigError
+from pipelines.formats.avro import writer_schemas
 from pipelines.ledger.single_writer import single_writer
 from pipelines.ops.redrive_commit import RedriveResult, commit_redrive
 from pipelines.ops.redrive_plan import OLD_REASON, RedrivePlan
-from pipelines.sink.avro import writer_schemas
 from pipelines.sink.dedup import dedup_on_key
 from pipelines.sink.materialize import materialize
 from pipelines.sink.parse import classify, valid_events

@@ -5,7 +5,7 @@
 
 ``tombstone`` (null value) · ``oversized`` (value over ``max_record_bytes``) · ``invalid_utf8`` ·
 ``invalid_json`` · ``not_an_object`` (for Avro, instead of these three: the ``avro: ...`` reasons
-of :mod:`pipelines.sink.avro`) · then, per schema field: ``missing:<f>`` (absent or null),
+of :mod:`pipelines.formats.avro`) · then, per schema field: ``missing:<f>`` (absent or null),
 ``bad_type:<f>``, ``out_of_range:<f>``, ``empty:<f>``, ``too_long:<f>``, ``not_allowed:<f>``,
 ``bad_timestamp:<f>`` (unparseable, no zone, or a UTC year outside 1000..9999), ``bad_date:<f>``,
 ``bad_item:<f>`` (see :mod:`pipelines.sink.fields`) · ``missing:kafka.key`` (a schema keyed on
@@ -31,9 +31,9 @@ from __future__ import annotations
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
-from pipelines.sink import avro as avro_values
+from pipelines.formats import avro as avro_values
+from pipelines.formats.avro import WriterSchemas
 from pipelines.sink import fields
-from pipelines.sink.avro import WriterSchemas
 from schemas.base import KAFKA_KEY, KAFKA_KEY_COLUMN, KAFKA_TIMESTAMP, EventSchema, FieldSpec
 
 #: The byte order mark, as text: skipped before a JSON value.
@@ -122,7 +122,7 @@ def classify(raw: DataFrame, schema: EventSchema, max_record_bytes: int,
         max_record_bytes: values longer than this are quarantined as ``oversized``.
         keep: more columns of ``raw`` to pass through unchanged (a redrive keeps the old reason).
         avro: ``source.format: avro``: the writer schemas; values are decoded from the Confluent
-            wire format (:mod:`pipelines.sink.avro`) instead of parsed as JSON.
+            wire format (:mod:`pipelines.formats.avro`) instead of parsed as JSON.
 
     Returns:
         ``raw``'s Kafka columns renamed ``kafka_*``, ``raw_value``, one column per schema field,

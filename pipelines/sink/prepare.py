@@ -39,8 +39,8 @@ from pyspark.sql.types import (
 
 from pipelines import faults
 from pipelines.config.model import PipelineConfig
+from pipelines.formats.avro import writer_schemas
 from pipelines.sink import freshness
-from pipelines.sink.avro import writer_schemas
 from pipelines.sink.dedup import FIRST_BY
 from pipelines.sink.event_window import Span, bucket_of
 from pipelines.sink.event_window import spans as event_spans

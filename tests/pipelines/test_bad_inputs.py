@@ -24,9 +24,9 @@ from pyspark.sql import DataFrame, SparkSession
 
 from pipelines.cli import main
 from pipelines.config.loader import load_config
+from pipelines.formats.avro import WriterSchemas
 from pipelines.kafka.broker import EmbeddedBroker
 from pipelines.kafka.produce import produce_events
-from pipelines.sink.avro import WriterSchemas
 from pipelines.sink.parse import classify
 from schemas import get_schema
 from schemas.loader import schema_from_mapping

@@ -1,4 +1,4 @@
-"""pipelines.sink.avro through parse.classify: the wire-format split, schema versions mapped
+"""pipelines.formats.avro through parse.classify: the wire-format split, schema versions mapped
 onto the declared fields by name, and a reason for every record that cannot be decoded."""
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ import datetime as dt
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
-from pipelines.sink.avro import WriterSchemas, is_wire_format, schema_id
+from pipelines.formats.avro import WriterSchemas, is_wire_format, schema_id
 from pipelines.sink.parse import classify, valid_events
 from schemas.loader import schema_from_mapping
 from tests.support.clicks import DECLARED, V1, V2, click, wire
