@@ -39,7 +39,7 @@ from pipelines.config.model import PipelineConfig
 from pipelines.config.upsert import KAFKA_SEQUENCE
 from pipelines.ledger.lag import Lag
 from pipelines.sink.metrics import RunResult
-from pipelines.sink.upsert import DELETED
+from pipelines.sink.modes.upsert import DELETED
 from quality.model import ExpectationOutcome
 from schemas import EventSchema
 

@@ -69,7 +69,8 @@ class TargetConfig(BaseModel):
     ``partition_by``); ``0d`` with ``mode: upsert``. A window written in the config is kept.
     """
     mode: Mode = "insert_only"
-    """``upsert``: keep each key's highest ``sequence_by`` version (pipelines/sink/upsert.py)."""
+    """``upsert``: keep each key's highest ``sequence_by`` version
+    (pipelines/sink/modes/upsert.py)."""
     sequence_by: str = KAFKA_SEQUENCE
     """``mode: upsert`` only: what orders a key's versions, a required schema column or
     ``kafka`` (the Kafka coordinates)."""

@@ -2,7 +2,7 @@
 
 Checked here without Spark (which combinations make sense); the checks that need the schema and
 a session (``sequence_by`` is a required column, ``delete_when`` parses as a boolean) run when
-the tables are prepared (:func:`pipelines.sink.upsert.check_upsert`).
+the tables are prepared (:func:`pipelines.sink.modes.upsert.check_upsert`).
 """
 
 from __future__ import annotations

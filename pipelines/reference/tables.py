@@ -7,8 +7,8 @@ from types import MappingProxyType
 from pyspark.sql.types import StructType
 
 from pipelines.reference.markdown import cell, code, generated_note, table
+from pipelines.sink.modes.upsert import DELETED
 from pipelines.sink.tables import QUARANTINE_SCHEMA
-from pipelines.sink.upsert import DELETED
 from quality.results import METRICS_SCHEMA, RESULTS_SCHEMA
 from schemas import resolve_schema
 

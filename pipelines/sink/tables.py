@@ -17,7 +17,7 @@ from pyspark.sql.types import (
 from pipelines.config.model import PipelineConfig
 from pipelines.errors import DeltasinkError, SchemaError
 from pipelines.sink.evolve import evolve_target
-from pipelines.sink.upsert import DELETED, check_upsert, upsert_schema
+from pipelines.sink.modes.upsert import DELETED, check_upsert, upsert_schema
 from pipelines.storage.tables import TableRef
 from schemas.base import EventSchema
 

@@ -28,7 +28,7 @@ from pipelines.sink.merge import (
     merge_settings,
     within_days,
 )
-from pipelines.sink.upsert import DELETED, latest_versions, sequence_columns, upsert_merge
+from pipelines.sink.modes.upsert import DELETED, latest_versions, sequence_columns, upsert_merge
 
 
 def partition_values(deduped: DataFrame, partition_by: tuple[str, ...]
@@ -128,7 +128,7 @@ def _insert_only(config: PipelineConfig, deduped: DataFrame, values: dict[str, l
 
 def _upsert(config: PipelineConfig, rows: DataFrame, values: dict[str, list[object]]
             ) -> Callable[[], MergeOutcome]:
-    """The upsert MERGE (``pipelines.sink.upsert``).
+    """The upsert MERGE (``pipelines.sink.modes.upsert``).
 
     Matches on the key across the whole table (no partition literals: a newer version may move
     to another partition). Rows without ``_deleted`` (a redrive's) get it from ``delete_when``.
