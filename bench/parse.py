@@ -29,7 +29,7 @@ from typing import Any
 from pyspark.sql import DataFrame, SparkSession
 
 from bench.avro_cells import CLICKS, clicks_value, writer_schemas
-from pipelines.formats.avro import WriterSchemas
+from pipelines.formats.avro import AvroDecoder, WriterSchemas
 from pipelines.kafka.produce import make_event
 from pipelines.sink.parse import classify, valid_events
 from schemas import get_schema
@@ -76,8 +76,9 @@ def parse_seconds(raw: DataFrame, schema: EventSchema,
                   avro: WriterSchemas | None = None) -> float:
     """Wall seconds to parse every row of ``raw`` (all columns computed, nothing written)."""
     start = time.monotonic()
-    valid_events(classify(raw, schema, 1_048_576, avro=avro), schema).write.format("noop") \
-        .mode("overwrite").save()
+    decoder = None if avro is None else AvroDecoder(avro)
+    valid_events(classify(raw, schema, 1_048_576, decoder=decoder), schema).write \
+        .format("noop").mode("overwrite").save()
     return time.monotonic() - start
 
 

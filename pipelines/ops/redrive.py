@@ -19,7 +19,7 @@ from pyspark.sql import functions as F
 
 from pipelines.config.model import PipelineConfig
 from pipelines.errors import ConfigError
-from pipelines.formats.avro import writer_schemas
+from pipelines.formats.decoders import decoder_for
 from pipelines.ledger.single_writer import single_writer
 from pipelines.ops.redrive_commit import RedriveResult, commit_redrive
 from pipelines.ops.redrive_plan import OLD_REASON, RedrivePlan
@@ -97,7 +97,7 @@ def plan_redrive(spark: SparkSession, config: PipelineConfig, schema: EventSchem
         rows = rows.where(F.col("redriven_at").isNull())
     classified = materialize(classify(as_kafka_rows(rows), schema,
                                       config.source.max_record_bytes, keep=(OLD_REASON,),
-                                      avro=writer_schemas(config)))
+                                      decoder=decoder_for(config)))
     outcomes = {(str(r[OLD_REASON]), r["_reason"]): int(r["n"]) for r in classified
                 .groupBy(OLD_REASON, "_reason").agg(F.count(F.lit(1)).alias("n")).collect()}
     deduped = materialize(dedup_on_key(valid_events(classified, schema),

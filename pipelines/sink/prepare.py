@@ -39,7 +39,7 @@ from pyspark.sql.types import (
 
 from pipelines import faults
 from pipelines.config.model import PipelineConfig
-from pipelines.formats.avro import writer_schemas
+from pipelines.formats.decoders import decoder_for
 from pipelines.sink import freshness
 from pipelines.sink.dedup import FIRST_BY
 from pipelines.sink.event_window import Span, bucket_of
@@ -115,7 +115,7 @@ def prepare(batch: DataFrame, schema: EventSchema, config: PipelineConfig,
     """
     target = config.target
     classified = classify(batch, schema, config.source.max_record_bytes,
-                          avro=writer_schemas(config))
+                          decoder=decoder_for(config))
     rows = (classified.withColumn("raw_value", F.when(~_good(), F.col("raw_value")))
             .withColumn(INGESTED_AT, F.current_timestamp()))
     if target.mode == "upsert":
