@@ -26,8 +26,8 @@ from pipelines.ops.redrive_plan import OLD_REASON, RedrivePlan
 from pipelines.sink.dedup import dedup_on_key
 from pipelines.sink.materialize import materialize
 from pipelines.sink.parse import classify, valid_events
+from pipelines.sink.partitions import partition_values
 from pipelines.sink.tables import ensure_sink_tables
-from pipelines.sink.target_merge import partition_values
 from schemas import EventSchema
 
 

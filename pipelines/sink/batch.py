@@ -41,9 +41,10 @@ from pipelines.sink.merge import (
 )
 from pipelines.sink.metrics import BatchMetrics, commit_counts
 from pipelines.sink.parse import quarantine_rows
+from pipelines.sink.partitions import read_values
 from pipelines.sink.prepare import Prepared, prepare
 from pipelines.sink.retry import run_batch_with_retry
-from pipelines.sink.target_merge import merge_into_target, read_values
+from pipelines.sink.target_merge import merge_into_target
 from schemas.base import EventSchema
 
 #: The Kafka coordinates in the quarantine key. Offsets restart at 0 when a topic is recreated (or

@@ -47,7 +47,7 @@ from pipelines.sink.event_window import spans as event_spans
 from pipelines.sink.materialize import materialize
 from pipelines.sink.modes.upsert import DELETED, delete_metrics, sequence_columns, upsert_counts
 from pipelines.sink.parse import INGESTED_AT, classify, valid_events
-from pipelines.sink.target_merge import partition_values
+from pipelines.sink.partitions import partition_values
 from schemas.base import KAFKA_KEY_COLUMN, EventSchema
 
 _RANK, _COPIES, _GOOD = "_rank", "_copies", "_good"
