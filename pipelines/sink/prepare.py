@@ -9,12 +9,13 @@ same job as observed metrics (``DataFrame.observe``), instead of a ``collect()``
 * the smallest and largest offset of the bad records (the quarantine MERGE's range filter);
 * the distinct partition values of the target rows (the target MERGE's partition literals);
 * with an event-time dedup window, the time buckets of the target rows (the MERGE's time slice);
-* freshness (:mod:`pipelines.sink.freshness`) and, in upsert mode, the deletes.
+* freshness (:mod:`pipelines.sink.freshness`) and the mode's own counts (upsert: the deletes).
 
 The observations sit after the dedup's shuffle, in the job's result stage: Spark applies a
 result task's accumulator updates once, even when the task or the stage before it is retried,
-so the counts are exact. The survivor per key is the one ``dedup_on_key`` (insert-only) or
-``keep_latest`` (upsert) picks: the same total order, so a replayed batch keeps the same rows.
+so the counts are exact. The survivor per key is the one the write mode picks
+(:meth:`pipelines.sink.modes.base.WriteMode.survivor_order`: the first copy for insert-only,
+the latest version for upsert): a total order, so a replayed batch keeps the same rows.
 """
 
 from __future__ import annotations
@@ -41,11 +42,10 @@ from pipelines import faults
 from pipelines.config.model import PipelineConfig
 from pipelines.formats.decoders import decoder_for
 from pipelines.sink import freshness
-from pipelines.sink.dedup import FIRST_BY
 from pipelines.sink.event_window import Span, bucket_of
 from pipelines.sink.event_window import spans as event_spans
 from pipelines.sink.materialize import materialize
-from pipelines.sink.modes.upsert import DELETED, delete_metrics, sequence_columns, upsert_counts
+from pipelines.sink.modes.choice import mode_for
 from pipelines.sink.parse import INGESTED_AT, classify, valid_events
 from pipelines.sink.partitions import partition_values
 from schemas.base import KAFKA_KEY_COLUMN, EventSchema
@@ -89,9 +89,9 @@ class Prepared:
     spans: list[Span] | None = None
 
     def events(self, schema: EventSchema, config: PipelineConfig) -> DataFrame:
-        """The target MERGE's source: the good rows as target rows (upsert: with ``_deleted``)."""
-        keep = (DELETED,) if config.target.mode == "upsert" else ()
-        return valid_events(self.rows, schema, keep)
+        """The target MERGE's source: the good rows as target rows, with the mode's columns
+        (upsert: ``_deleted``)."""
+        return valid_events(self.rows, schema, mode_for(config).source_columns())
 
 
 def staging_location(config: PipelineConfig) -> str:
@@ -114,31 +114,25 @@ def prepare(batch: DataFrame, schema: EventSchema, config: PipelineConfig,
         The materialized rows (release them with ``materialize.release``) and their counts.
     """
     target = config.target
+    mode = mode_for(config)
     classified = classify(batch, schema, config.source.max_record_bytes,
                           decoder=decoder_for(config))
     rows = (classified.withColumn("raw_value", F.when(~_good(), F.col("raw_value")))
             .withColumn(INGESTED_AT, F.current_timestamp()))
-    if target.mode == "upsert":
-        order = [F.col(c).desc_nulls_last() for c in sequence_columns(target.sequence_by)]
-    else:
-        order = [F.col(c).asc_nulls_last() for c in FIRST_BY]
     # The group's columns are computed once, so both windows share one shuffle and one sort.
-    keys = {f"_key{i}": _key(k) for i, k in enumerate(target.dedup_keys)}
+    keys = {f"_key{i}": _key(k) for i, k in enumerate((*target.dedup_keys, *mode.groups()))}
     rows = rows.withColumns({_GOOD: _good(), **keys})
-    group = Window.partitionBy(_GOOD, *keys).orderBy(*order)
+    group = Window.partitionBy(_GOOD, *keys).orderBy(*mode.survivor_order())
     whole = group.rowsBetween(Window.unboundedPreceding, Window.unboundedFollowing)
     kept = (rows.select("*", F.row_number().over(group).alias(_RANK),
                         F.count(F.lit(1)).over(whole).alias(_COPIES))
             .where(~_good() | (F.col(_RANK) == 1)).drop(_RANK, _GOOD, *keys))
-    if target.mode == "upsert":
-        flag = (F.coalesce(F.expr(target.delete_when), F.lit(False)) if target.delete_when
-                else F.lit(False))
-        kept = kept.withColumn(DELETED, F.when(_good(), flag))
+    kept = mode.flag(kept, _good())
     parts = list(target.partition_by)
     observable = all(isinstance(kept.schema[p].dataType, _OBSERVABLE) for p in parts)
     observed = Observation()
     wanted = [*_count_metrics(parts if observable else []),
-              *freshness.metrics(schema.time_column, only=_good()), *delete_metrics(target)]
+              *freshness.metrics(schema.time_column, only=_good()), *mode.metrics()]
     window = target.time_window
     if window is not None:  # the time buckets of the good rows (as JSON, like the values)
         wanted.append(F.to_json(F.collect_set(F.when(
@@ -160,7 +154,7 @@ def prepare(batch: DataFrame, schema: EventSchema, config: PipelineConfig,
     return Prepared(rows=materialized, records_in=int(got.get("copies") or 0) + bad,
                     quarantined=bad, unique=unique, values=values,
                     bad_offsets=None if low is None or high is None else (int(low), int(high)),
-                    fresh=freshness.read(got), counts=upsert_counts(got, target),
+                    fresh=freshness.read(got), counts=mode.counts(got),
                     spans=None if window is None else event_spans(
                         json.loads(str(got.get("buckets") or "[]")), window))
 

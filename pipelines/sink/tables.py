@@ -17,7 +17,7 @@ from pyspark.sql.types import (
 from pipelines.config.model import PipelineConfig
 from pipelines.errors import DeltasinkError, SchemaError
 from pipelines.sink.evolve import evolve_target
-from pipelines.sink.modes.upsert import DELETED, check_upsert, upsert_schema
+from pipelines.sink.modes.choice import mode_for
 from pipelines.storage.tables import TableRef
 from schemas.base import EventSchema
 
@@ -105,10 +105,10 @@ def ensure_sink_tables(spark: SparkSession, config: PipelineConfig, schema: Even
     if unknown:
         raise SchemaError(f"target.partition_by {unknown} are not columns of schema "
                           f"{schema.name}; columns are {sorted(columns)}")
-    check_upsert(spark, config.target, schema)
-    if config.target.mode == "upsert":  # a table switched from insert_only gets the flag
-        add_missing_columns(spark, config.target.ref, ((DELETED, "BOOLEAN"),))
-        target_schema = upsert_schema(target_schema)
+    mode = mode_for(config)
+    mode.check(spark, schema)
+    add_missing_columns(spark, config.target.ref, mode.added_columns())
+    target_schema = mode.target_schema(target_schema)
     for ref, expected, parts in (
         (config.target.ref, target_schema, config.target.partition_by),
         (config.target.quarantine_ref, QUARANTINE_SCHEMA, ()),
@@ -152,7 +152,7 @@ def add_missing_columns(spark: SparkSession, ref: TableRef,
     A no-op for a missing table (it is created with them) or one that has them all. Two
     pipelines upgrading one table at once: the loser finds the column there on its retry.
     """
-    if not ref.exists(spark):
+    if not columns or not ref.exists(spark):
         return
     have = set(ref.read(spark).schema.fieldNames())
     missing = [f"`{name}` {sql}" for name, sql in columns if name not in have]

@@ -1,10 +1,8 @@
-"""The target's insert-only MERGE as one txn-guarded commit: shared by a batch and a redrive.
+"""The target's MERGE as one txn-guarded commit: shared by a batch and a redrive.
 
-The MERGE keys on the partition columns and the dedup key (the date, or the event time, within
-``target.dedup_window``), reads only the partitions the rows fall in (widened by the window) and,
-with an event-time window, only the files of the time slice the rows' keys can be in
-(:mod:`pipelines.sink.event_window`). It is committed under a ``txn`` (app id, version) with the
-commit's userMetadata, and retries Delta's write conflicts against the new table version.
+The MERGE itself is the write mode's (:mod:`pipelines.sink.modes`: insert-only, upsert). It is
+committed under a ``txn`` (app id, version) with the commit's userMetadata, and retries Delta's
+write conflicts against the new table version.
 """
 
 from __future__ import annotations
@@ -13,19 +11,11 @@ from collections.abc import Callable, Sequence
 
 from pyspark.sql import DataFrame, SparkSession
 
-from pipelines import sql
-from pipelines.config.model import DATE_COLUMN, PipelineConfig
+from pipelines.config.model import PipelineConfig
 from pipelines.sink.commit import txn, with_conflict_retry
-from pipelines.sink.event_window import Span, range_predicate, within
-from pipelines.sink.merge import (
-    MergeOutcome,
-    insert_only_merge,
-    literal_filter,
-    merge_settings,
-    within_days,
-)
-from pipelines.sink.modes.upsert import DELETED, latest_versions, sequence_columns, upsert_merge
-from pipelines.sink.partitions import read_values
+from pipelines.sink.event_window import Span
+from pipelines.sink.merge import MergeOutcome, merge_settings
+from pipelines.sink.modes.choice import mode_for
 
 
 def merge_into_target(spark: SparkSession, config: PipelineConfig, deduped: DataFrame,
@@ -33,17 +23,16 @@ def merge_into_target(spark: SparkSession, config: PipelineConfig, deduped: Data
                       metadata: str, before_commit: Callable[[], None],
                       spans: Sequence[Span] | None = None, *,
                       compact: bool = False) -> MergeOutcome:
-    """The target's insert-only MERGE of deduplicated rows, as one txn-guarded commit.
+    """The target's MERGE of a batch's survivors, as one txn-guarded commit.
 
-    Keys on the partition columns and the dedup key (the date, or the event time, within
-    ``target.dedup_window``), reads only the partitions of ``values`` (widened by the window)
-    and the time slice of ``spans``, and retries conflicts. A micro-batch and ``deltasink
-    quarantine redrive`` both commit through it.
+    The mode's MERGE (:meth:`pipelines.sink.modes.base.WriteMode.merge`) runs inside the txn
+    and :func:`merge_settings`, and is retried whole on a conflict. A micro-batch and
+    ``deltasink quarantine redrive`` both commit through it.
 
     Args:
         spark: the session.
         config: the pipeline config.
-        deduped: at most one row per dedup key.
+        deduped: the batch's survivors (at most one row per dedup key).
         values: partition column -> the distinct values in ``deduped``.
         app_id: the txnAppId.
         version: the txnVersion.
@@ -57,51 +46,13 @@ def merge_into_target(spark: SparkSession, config: PipelineConfig, deduped: Data
         Whether Delta committed (False: skipped as a seen txn) and how many rows were inserted.
     """
     target = config.target
-    merge = (_upsert(config, deduped, values) if target.mode == "upsert"
-             else _insert_only(config, deduped, values, spans))
+    mode = mode_for(config)
+    merge = mode.merge(deduped, values, spans)
 
     def attempt() -> MergeOutcome:
         before_commit()
         with txn(spark, app_id, version, metadata), merge_settings(spark, compact=compact):
             return merge()
 
-    kind = "upsert MERGE" if target.mode == "upsert" else "MERGE"
     return with_conflict_retry(attempt, retries=target.commit_retries,
-                               what=f"{kind} into {target.ref.describe()}")
-
-
-def _insert_only(config: PipelineConfig, deduped: DataFrame, values: dict[str, list[object]],
-                 spans: Sequence[Span] | None) -> Callable[[], MergeOutcome]:
-    """The insert-only MERGE: on the partition columns and the key (the date or the event time
-    within the window), reading only the batch's partitions and time slice."""
-    target = config.target
-    window = target.dedup_window  # a day window > 0 only when event_date is a partition column
-    on = tuple(c for c in (*target.partition_by, *target.dedup_keys)
-               if not (window and c == DATE_COLUMN))
-    prune = literal_filter("t", {k: read_values(config, k, vs, spans) for k, vs in values.items()})
-    if target.partition_by and not any(values.values()):
-        prune = "false"  # nothing to insert: read no partitions, still commit offsets
-    time_window = target.time_window
-    if time_window is None:
-        near = within_days(DATE_COLUMN, target.date_window) if window else None
-    else:
-        time_column = config.event_schema().time_column
-        near = within(time_column, time_window)
-        if spans is not None and prune != "false":
-            prune = sql.all_of([prune, range_predicate(time_column, spans)])
-    return lambda: insert_only_merge(target.ref, deduped, on, prune, near)
-
-
-def _upsert(config: PipelineConfig, rows: DataFrame, values: dict[str, list[object]]
-            ) -> Callable[[], MergeOutcome]:
-    """The upsert MERGE (``pipelines.sink.modes.upsert``).
-
-    Matches on the key across the whole table (no partition literals: a newer version may move
-    to another partition). Rows without ``_deleted`` (a redrive's) get it from ``delete_when``.
-    """
-    target = config.target
-    if DELETED not in rows.columns:
-        rows = latest_versions(rows, target)
-    empty = "false" if target.partition_by and not any(values.values()) else None
-    sequence = sequence_columns(target.sequence_by)
-    return lambda: upsert_merge(target.ref, rows, target.dedup_keys, sequence, empty)
+                               what=f"{mode.merge_kind} into {target.ref.describe()}")
