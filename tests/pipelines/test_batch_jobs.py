@@ -69,7 +69,7 @@ def with_bad_records(spark: SparkSession, broker: EmbeddedBroker,
     return run(spark, broker, tmp_path_factory.mktemp("jobs-bad"), poison=0.05)
 
 
-def test_an_insert_only_batch_with_bad_records_runs_at_most_7_spark_jobs_with_its_lease_and_file_checks(
+def test_a_batch_with_bad_records_runs_at_most_7_spark_jobs_with_its_lease_and_file_checks(
         with_bad_records: CountedBatches) -> None:
     seen = with_bad_records
     bad = [jobs for jobs, b in zip(seen.jobs, seen.metrics, strict=True) if b.quarantined]
