@@ -17,14 +17,15 @@ conditional writes (``S3Lease``, ``pipelines/ledger/s3_lease.py``); this class d
   holds afterwards goes on.
 * **renew:** a daemon thread of the client renews it every ``RENEW_EVERY`` seconds, while the
   token is still its own.
-* **verify:** before every Delta commit the sink reads the lease again (in the worker, under
-  Spark Connect) and stops, before committing, if the token is not its own.
+* **verify:** before every Delta commit the sink checks the lease again (in the worker, under
+  Spark Connect) and stops, before committing, if the token is not its own: from the lease
+  table's newest commit file, with no Spark job (:mod:`pipelines.ledger.lease_log`), else by
+  reading the row.
 * **release:** the token is cleared when the run ends; a crashed run's lease is taken over at once
   on the same host (its pid is gone), or after ``LEASE_TTL`` from another machine.
 
-A write of the lease is all or nothing, so none is ever left half written. A run holds it
-through ``pipelines/ledger/single_writer.py``, which adds the local ``flock``. The Delta table's
-SQL, its creation and the row as read are in ``pipelines/ledger/lease_table.py``.
+A write of the lease is all or nothing. A run holds it through ``single_writer.py``, which adds
+the local ``flock``; the Delta table's SQL, creation and row are in ``lease_table.py``.
 """
 
 from __future__ import annotations
@@ -39,7 +40,7 @@ from pyspark.sql import SparkSession
 
 from pipelines import faults
 from pipelines.errors import CheckpointError
-from pipelines.ledger import lease_table
+from pipelines.ledger import lease_log, lease_table
 from pipelines.ledger.lease_table import Holder
 from pipelines.runtime.processes import pid_alive
 
@@ -83,6 +84,7 @@ class Lease:
     host: str = field(default_factory=lambda: faults.setting("lease_host")
                       or socket.gethostname())
     pid: int = field(default_factory=os.getpid)
+    _seen: dict[str, int] = field(default_factory=dict, compare=False, repr=False)  # lease_log hint
 
     @property
     def table(self) -> str:
@@ -224,6 +226,8 @@ class Lease:
         """
         if faults.setting("skip_lease_acquire"):
             return
+        if self._proven_ours(spark):
+            return
         held = self.read(spark)
         if held is not None and held.token == self.token:
             return
@@ -232,6 +236,10 @@ class Lease:
             f"pipeline {self.pipeline}: another run is writing with checkpoint "
             f"{self.location} ({who}); this run stopped before committing batch {batch_id}, "
             "so nothing of that batch was committed by it. Run one writer per checkpoint.")
+
+    def _proven_ours(self, spark: SparkSession) -> bool:
+        """Whether the lease table's newest commit proves the lease ours (False: ask Delta)."""
+        return lease_log.still_ours(spark, self.table, self.token, self._seen)
 
     def release(self, spark: SparkSession) -> None:
         """Clear the token if it is still ours. Cleared or not (a full disk, a store that

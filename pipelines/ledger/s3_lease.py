@@ -48,6 +48,10 @@ class S3Lease(Lease):
         """Where the lease lives: the object's URI (``<checkpoint>/_deltasink/lease.json``)."""
         return f"{self.location.rstrip('/')}/_deltasink/lease.json"
 
+    def _proven_ours(self, spark: SparkSession) -> bool:
+        """Never from a Delta log: the S3 object's own read (one GET, no Spark job) decides."""
+        return False
+
     def read(self, spark: SparkSession) -> Holder | None:
         """The lease as S3 has it (its ETag as the holder's ``tag``), or None when none."""
         found = conditional.get(self.place, self.table)

@@ -199,8 +199,8 @@ def require_fetched(packages: tuple[str, ...]) -> None:
     """
     if set(packages) & set(S3_PACKAGES) and _cached(S3) is None:
         raise JarsMissingError(
-            "a location is on S3 (s3:// or s3a://), and the S3A jars (hadoop-aws and the AWS "
-            f"SDK) are not fetched into {m2_repository()}: run `deltasink setup --s3` once")
+            "the S3A jars (hadoop-aws and the AWS SDK) that s3:// and s3a:// locations need are "
+            f"not fetched into {m2_repository()}: run `deltasink setup --s3` once")
 
 
 def plan(s3: bool = False) -> tuple[JarSet, ...]:

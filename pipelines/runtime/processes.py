@@ -6,12 +6,17 @@ from __future__ import annotations
 import os
 import signal
 import subprocess
+import time
 from collections.abc import Mapping
+from pathlib import Path
 
 from pipelines.runtime.signals import SIGNALS
 
 #: Seconds a child gets to stop on the signal passed on to it, before its group is killed.
 STOP_GRACE = 120.0
+#: Seconds a killed group gets to be gone: SIGKILL is delivered asynchronously, and a loaded
+#: machine may run a grandchild (a Spark JVM) for a moment after the call returned.
+KILL_WAIT = 10.0
 
 
 def pid_alive(pid: int) -> bool:
@@ -25,13 +30,37 @@ def pid_alive(pid: int) -> bool:
     return True
 
 
-def _kill_group(pid: int) -> None:
+def _kill_group(pid: int, wait: float = KILL_WAIT) -> None:
     """SIGKILL the process group led by ``pid`` (a child started in a session of its own, and
-    its children: a Spark JVM), if any of it is left."""
+    its children: a Spark JVM), if any of it is left, and wait up to ``wait`` s until none of
+    it runs any more."""
     try:
         os.killpg(pid, signal.SIGKILL)
     except ProcessLookupError:
-        pass
+        return
+    deadline = time.monotonic() + wait
+    while _group_running(pid) and time.monotonic() < deadline:
+        time.sleep(0.05)
+
+
+def _group_running(pgid: int) -> bool:
+    """Whether a process of group ``pgid`` still runs (a zombie waiting for its reaper does
+    not). Read from ``/proc``; without it, whether the group can still be signalled."""
+    proc = Path("/proc")
+    if not proc.is_dir():
+        try:
+            os.killpg(pgid, 0)
+        except (ProcessLookupError, PermissionError):
+            return False
+        return True
+    for stat in proc.glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+        except (OSError, IndexError):
+            continue
+        if len(fields) > 2 and fields[2] == str(pgid) and fields[0] != "Z":
+            return True
+    return False
 
 
 def run_in_own_session(command: list[str], env: Mapping[str, str] | None = None,

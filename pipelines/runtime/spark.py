@@ -25,7 +25,7 @@ from pyspark.sql import SparkSession
 from pipelines.config import env
 from pipelines.config.model import DEFAULT_MASTER, PipelineConfig
 from pipelines.config.paths import locations
-from pipelines.errors import EnvironmentSetupError
+from pipelines.errors import EnvironmentSetupError, JarsMissingError
 from pipelines.runtime import jvm
 from pipelines.runtime.connect_client import bound_retries, check_remote, connect_reason, redact_url
 from pipelines.runtime.sessions import SESSION_CONF, on_databricks, remote_url
@@ -227,8 +227,12 @@ def spark_for(config: PipelineConfig, app_name: str = "deltasink") -> SparkSessi
     packages: tuple[str, ...] = ()
     if needs_s3(config):
         conf, packages = {**s3.spark_conf(), **conf}, jvm.S3_PACKAGES
-    return get_spark(app_name, master=config.spark.master, conf=conf,
-                     remote=config.spark.remote, packages=packages)
+    try:
+        return get_spark(app_name, master=config.spark.master, conf=conf,
+                         remote=config.spark.remote, packages=packages)
+    except JarsMissingError as exc:  # say which pipeline and which of its locations
+        where = next(p for p in locations(config) if s3.is_s3(p))
+        raise JarsMissingError(f"pipeline {config.name}: {where} is on S3, and {exc}") from None
 
 
 def needs_s3(config: PipelineConfig) -> bool:

@@ -16,6 +16,7 @@ from pyspark.sql import DataFrame, SparkSession
 from pipelines.config.model import PipelineConfig
 from pipelines.kafka.source import read_stream
 from pipelines.ledger import checkpoint
+from pipelines.ledger.lease import Lease
 from pipelines.sink.batch import BatchSink
 from pipelines.sink.metrics import BatchMetrics
 from pipelines.sink.tables import ensure_sink_tables
@@ -49,10 +50,12 @@ def run_counting_jobs(spark: SparkSession, config: PipelineConfig) -> CountedBat
     schema = config.event_schema()
     ensure_sink_tables(spark, config, schema)
     seen = CountedBatches()
+    lease = Lease(config.checkpoint, config.name)
+    lease.acquire(spark)  # verified before every commit, as a run does
     sink = BatchSink(config, schema, "run-jobs",
                      lambda s: checkpoint.query_id(s, config.checkpoint),
                      lambda s, b: checkpoint.planned_offsets(s, config.checkpoint, b),
-                     on_batch=seen.metrics.append)
+                     guard=lease.verify, on_batch=seen.metrics.append)
 
     def counted(batch: DataFrame, batch_id: int, body: Callable[[DataFrame, int], None] = sink
                 ) -> None:
@@ -63,6 +66,7 @@ def run_counting_jobs(spark: SparkSession, config: PipelineConfig) -> CountedBat
     query = (read_stream(spark, config, "earliest").writeStream.foreachBatch(counted)
              .option("checkpointLocation", config.checkpoint).trigger(availableNow=True).start())
     query.awaitTermination()
+    lease.release(spark)
     return seen
 
 

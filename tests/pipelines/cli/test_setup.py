@@ -95,9 +95,9 @@ def test_a_command_for_a_pipeline_on_s3_without_the_s3_jars_stops_in_one_line(
     done = runner.deltasink(command[0], "--config", str(config), *command[1:],
                             env=empty_jars(tmp_path), timeout=120, children=children)
     line = refused(done, children)
-    assert line == ("error: a location is on S3 (s3:// or s3a://), and the S3A jars (hadoop-aws "
-                    f"and the AWS SDK) are not fetched into {tmp_path / 'm2'}: run "
-                    "`deltasink setup --s3` once")
+    assert line == ("error: pipeline on_s3: s3a://bucket/on_s3 is on S3, and the S3A jars "
+                    "(hadoop-aws and the AWS SDK) that s3:// and s3a:// locations need are not "
+                    f"fetched into {tmp_path / 'm2'}: run `deltasink setup --s3` once")
     assert not (tmp_path / "m2").exists()  # nothing was downloaded on the way
 
 

@@ -197,7 +197,8 @@ def test_the_s3_lease_is_a_picklable_value_that_holds_no_client(place: S3Place) 
     lease = S3Lease("s3a://b/ckpt", "p", place=place)
     again = pickle.loads(pickle.dumps(lease))
     assert again == lease and isinstance(again, Lease)
-    assert set(vars(lease)) == {"location", "pipeline", "token", "host", "pid", "place"}
+    assert set(vars(lease)) == {"location", "pipeline", "token", "host", "pid", "place", "_seen"}
+    assert lease._seen == {}  # the Delta lease's hint (versions), never a client
 
 
 def test_without_boto3_the_lease_says_which_extra_to_install(

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import os
 import signal
+import subprocess
 import sys
 import threading
 import time
@@ -83,3 +84,21 @@ def test_a_child_that_does_not_stop_in_time_is_killed_with_its_group(tmp_path: P
 
 def test_a_child_that_ends_by_itself_gives_its_exit_code() -> None:
     assert run_in_own_session([sys.executable, "-c", "raise SystemExit(3)"]) == 3
+
+
+def test_a_killed_group_is_waited_for_until_none_of_it_runs() -> None:
+    from pipelines.runtime.processes import _group_running, _kill_group
+
+    child = subprocess.Popen([sys.executable, "-c", "import subprocess, sys, time; "
+                              "subprocess.Popen([sys.executable, '-c', 'import time; "
+                              "time.sleep(60)']); time.sleep(60)"], start_new_session=True)
+    try:
+        deadline = time.monotonic() + 20
+        while not _group_running(child.pid) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert _group_running(child.pid)
+        _kill_group(child.pid)
+        assert not _group_running(child.pid)  # the grandchild too, at the moment it returns
+    finally:
+        child.kill()
+        child.wait()
