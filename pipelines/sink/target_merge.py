@@ -52,7 +52,7 @@ def merge_into_target(spark: SparkSession, config: PipelineConfig, deduped: Data
     def attempt() -> MergeOutcome:
         before_commit()
         with txn(spark, app_id, version, metadata), \
-                merge_settings(spark, compact=compact, insert_only=target.mode != "upsert"):
+                merge_settings(spark, compact=compact, insert_only=mode.inserts_only):
             return merge()
 
     return with_conflict_retry(attempt, retries=target.commit_retries,

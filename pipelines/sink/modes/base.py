@@ -52,6 +52,9 @@ class WriteMode:
     name: ClassVar[str] = ""
     #: What the target's MERGE is called in a commit error.
     merge_kind: ClassVar[str] = "MERGE"
+    #: Whether the target's MERGE only inserts (its write needs no repartition by partition
+    #: column first: :func:`pipelines.sink.merge.merge_settings`).
+    inserts_only: ClassVar[bool] = False
 
     def __init__(self, config: PipelineConfig) -> None:
         self.config = config

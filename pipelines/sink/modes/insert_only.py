@@ -28,6 +28,7 @@ class InsertOnly(WriteMode):
     """Insert-only: one row per event key, never updated."""
 
     name = "insert_only"
+    inserts_only = True
 
     def survivor_order(self) -> list[Column]:
         """Earliest Kafka timestamp, then topic, partition and offset."""
