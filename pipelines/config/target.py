@@ -7,8 +7,8 @@ from datetime import timedelta
 from pydantic import BaseModel, Field, field_validator, model_validator
 
 from pipelines.config.frozen import FROZEN
+from pipelines.config.modes import KAFKA_SEQUENCE, Mode, check_mode
 from pipelines.config.units import parse_window
-from pipelines.config.upsert import KAFKA_SEQUENCE, Mode, check_mode
 from pipelines.config.window import DATE_COLUMN, DEFAULT_DEDUP_WINDOW, fill_window
 from pipelines.storage.tables import TableRef
 

@@ -25,7 +25,7 @@ from pyspark.sql.types import BooleanType, StructField, StructType
 
 from pipelines import sql
 from pipelines.config.model import TargetConfig
-from pipelines.config.upsert import KAFKA_SEQUENCE
+from pipelines.config.modes import KAFKA_SEQUENCE
 from pipelines.errors import ConfigError
 from pipelines.sink.dedup import first_per_key
 from pipelines.sink.event_window import Span
