@@ -18,6 +18,9 @@ from pyspark.sql import functions as F
 VARIANT = "_variant"
 #: A failure condition and the quarantine reason it gives (text, or a column of text).
 Check = tuple[Column, Column | str]
+#: The prefix of a reason that skips a record: neither landed nor quarantined, only counted
+#: (a change stream's tombstone, ``pipelines/formats/debezium/changes.py``).
+SKIP = "skip:"
 
 
 @dataclass(frozen=True)
@@ -50,3 +53,8 @@ def once_per_row(expr: Column) -> Column:
     the inlining of the parse into the projection above.
     """
     return F.when(F.spark_partition_id() >= F.lit(0), expr)
+
+
+def skipped(reason: Column) -> Column:
+    """Whether a ``_reason`` skips its record (see :data:`SKIP`); false for a null reason."""
+    return F.coalesce(F.startswith(reason, F.lit(SKIP)), F.lit(False))

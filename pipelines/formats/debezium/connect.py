@@ -5,22 +5,18 @@ Connect type (``int8`` .. ``int64``, ``float``, ``double``, ``boolean``, ``strin
 ``bytes``, ``array``, ``map``, ``struct``), optionally named as a *logical type* with
 parameters. The logical types land as these Spark types (:func:`spark_type`):
 
-=========================================================  ==========================  =======
-Connect / Debezium name                                    sent as                     Spark
-=========================================================  ==========================  =======
-``org.apache.kafka.connect.data.Decimal``                  base64 two's complement,    decimal(p,s)
-                                                           scale in ``parameters``
-``io.debezium.data.VariableScaleDecimal``                  ``{scale, value}``          decimal(38,18)
-``io.debezium.time.Date``, ``...connect.data.Date``        days since 1970 (int32)     date
-``io.debezium.time.Time`` / ``MicroTime`` / ``NanoTime``,  ms / µs / ns of the day     string
-``...connect.data.Time``                                                               (``HH:MM:SS.ffffff``)
-``io.debezium.time.Timestamp`` / ``MicroTimestamp`` /      ms / µs / ns since 1970,    timestamp_ntz
-``NanoTimestamp``                                          no zone
-``...connect.data.Timestamp``                              ms since 1970, an instant   timestamp
-``io.debezium.time.ZonedTimestamp``                        ISO-8601 text with a zone   timestamp
-``io.debezium.time.ZonedTime``, ``io.debezium.data.Json``,  text                        string
-``Uuid``, ``Enum``, ``EnumSet``, ``Xml``
-=========================================================  ==========================  =======
+* ``org.apache.kafka.connect.data.Decimal`` (base64 two's complement, ``scale`` in its
+  parameters): ``decimal(p,s)``;
+* ``io.debezium.data.VariableScaleDecimal`` (``{scale, value}``): ``decimal(38,18)``;
+* ``io.debezium.time.Date``, ``org.apache.kafka.connect.data.Date`` (days since 1970): ``date``;
+* ``io.debezium.time.Time`` / ``MicroTime`` / ``NanoTime``, ``...connect.data.Time`` (ms, µs,
+  ns of the day): ``string``, ``HH:MM:SS.ffffff`` (Spark 4.0 has no time type);
+* ``io.debezium.time.Timestamp`` / ``MicroTimestamp`` / ``NanoTimestamp`` (ms, µs, ns since
+  1970, no zone): ``timestamp_ntz``;
+* ``org.apache.kafka.connect.data.Timestamp`` (ms since 1970, an instant) and
+  ``io.debezium.time.ZonedTimestamp`` (ISO-8601 text with a zone): ``timestamp``;
+* ``io.debezium.time.ZonedTime``, ``io.debezium.data.Json``, ``Uuid``, ``Enum``, ``EnumSet``,
+  ``Xml``: ``string`` (their text).
 
 Any other name is its Connect type's mapping: ``int8`` byte, ``int16`` short, ``int32`` int,
 ``int64`` bigint, ``float`` float, ``double`` double, ``boolean``, ``string``, ``bytes``
@@ -59,6 +55,8 @@ from pyspark.sql.types import (
 
 DECIMAL = "org.apache.kafka.connect.data.Decimal"
 VARIABLE_DECIMAL = "io.debezium.data.VariableScaleDecimal"
+#: A pinned ``decimal(p,s)`` of a schema-less record: Decimal bytes or a VariableScaleDecimal.
+ANY_DECIMAL = "deltasink.PinnedDecimal"
 #: Where a ``VariableScaleDecimal`` lands when no ``schema.fields`` entry pins it.
 VARIABLE_DECIMAL_TYPE = DecimalType(38, 18)
 DATES = ("io.debezium.time.Date", "org.apache.kafka.connect.data.Date")
@@ -148,7 +146,7 @@ class ConnectField:
 def spark_type(schema: ConnectField) -> DataType:
     """The Spark type a Connect schema's values land as (see the module's table)."""
     name = schema.logical
-    if name == DECIMAL:
+    if name in (DECIMAL, ANY_DECIMAL):
         scale = int(schema.parameters.get("scale", "0"))
         precision = int(schema.parameters.get("connect.decimal.precision", "38"))
         precision = min(max(precision, scale, 1), 38)

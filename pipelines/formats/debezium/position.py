@@ -37,7 +37,7 @@ def _number(source: Column, path: str) -> Column:
 
 
 def _times(value: Column, power: int) -> Column:
-    return F.try_multiply(value, F.lit(10**power).cast(POSITION_TYPE))
+    return F.try_multiply(value, F.lit(f"1{'0' * power}").cast(POSITION_TYPE))
 
 
 def _plus(*parts: Column) -> Column:

@@ -16,6 +16,7 @@ value that does not fit exactly (more digits, or a scale it would be rounded to)
 from __future__ import annotations
 
 import base64
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from pyspark.sql import Column
@@ -44,12 +45,31 @@ _WIDE = "decimal(38,0)"
 
 @dataclass(frozen=True)
 class Decoding:
-    """A decoded value: the value (null when absent or failed), and the failure flags."""
+    """A decoded value's parts: the value (null when absent or failed), and the failure flags.
+
+    :func:`decode` gives them as one struct column (``v``, ``b``, ``o``, ``u``), so a caller that
+    computes it once per row reads each part from it (:meth:`of`).
+    """
 
     value: Column
     bad: Column
     out_of_range: Column
     unavailable: Column
+
+    @classmethod
+    def of(cls, decoded: Column) -> Decoding:
+        """The parts of :func:`decode`'s struct."""
+        return cls(decoded["v"], decoded["b"], decoded["o"], decoded["u"])
+
+
+def let(value: Column, body: Callable[[Column], Column]) -> Column:
+    """``body(value)``, with ``value`` computed once however often ``body`` reads it.
+
+    Spark copies an expression into each place that uses it, and evaluates every copy: a
+    decimal's byte fold, read by its value and by three checks, ran four times and made plans
+    of 70,000 characters a column. A lambda's variable is evaluated once.
+    """
+    return F.transform(F.array(value), body).getItem(0)
 
 
 def absent(value: Column) -> Column:
@@ -64,34 +84,43 @@ def _get(value: Column, sql: str) -> Column:
 def unscaled(data: Column) -> Column:
     """The signed big-endian two's-complement integer of ``data`` as ``decimal(38,0)``; null
     when it has no bytes or more than 38 digits."""
-    text = F.hex(data)
-    size = F.length(data)
-    negative = F.conv(F.substring(text, 1, 1), 16, 10).cast("int") >= F.lit(8)
-    digits = F.when(negative, F.translate(text, "0123456789ABCDEF", "FEDCBA9876543210")) \
-        .otherwise(text)  # a negative number is -(NOT x + 1)
-    magnitude = F.aggregate(
-        F.sequence(F.lit(1), size), F.lit(0).cast(_WIDE),
-        lambda acc, i: F.try_add(F.try_multiply(acc, F.lit(256).cast(_WIDE)),
-                                 F.conv(F.substring(digits, i * 2 - 1, F.lit(2)), 16, 10)
-                                 .cast(_WIDE)).cast(_WIDE))
-    signed = F.when(negative, -F.try_add(magnitude, F.lit(1).cast(_WIDE))).otherwise(magnitude)
-    return F.when(size > 0, signed)
+    def fold(text: Column) -> Column:
+        negative = F.conv(F.substring(text, 1, 1), 16, 10).cast("int") >= F.lit(8)
+        flipped = F.translate(text, "0123456789ABCDEF", "FEDCBA9876543210")
+
+        def signed(digits: Column) -> Column:  # a negative number is -(NOT x + 1)
+            magnitude = F.aggregate(
+                F.sequence(F.lit(1), (F.length(digits) / 2).cast("int")), F.lit(0).cast(_WIDE),
+                lambda acc, i: F.try_add(F.try_multiply(acc, F.lit(256).cast(_WIDE)),
+                                         F.conv(F.substring(digits, i * 2 - 1, F.lit(2)), 16, 10)
+                                         .cast(_WIDE)).cast(_WIDE))
+            return F.when(negative, -F.try_add(magnitude, F.lit(1).cast(_WIDE))) \
+                .otherwise(magnitude)
+
+        return F.when(F.length(text) > 0, let(F.when(negative, flipped).otherwise(text), signed))
+
+    return let(F.hex(data), fold)
 
 
 def decimal_text(number: Column, scale: Column) -> Column:
     """The exact decimal text of unscaled ``number`` at ``scale`` (``-0.01`` for -1 at 2)."""
-    digits = F.abs(number).cast("string")
-    padded = F.lpad(digits, F.greatest(F.length(digits), scale + F.lit(1)), "0")
-    whole = F.substring(padded, F.lit(1), F.length(padded) - scale)
-    fraction = F.substring(padded, F.length(padded) - scale + 1, scale)
-    sign = F.when(number < 0, F.lit("-")).otherwise(F.lit(""))
-    return F.concat(sign, whole, F.when(scale > 0, F.concat(F.lit("."), fraction))
-                    .otherwise(F.lit("")))
+    def text(n: Column) -> Column:
+        def place(padded: Column) -> Column:
+            whole = F.substring(padded, F.lit(1), F.length(padded) - scale)
+            fraction = F.substring(padded, F.length(padded) - scale + 1, scale)
+            sign = F.when(n < 0, F.lit("-")).otherwise(F.lit(""))
+            return F.concat(sign, whole, F.when(scale > 0, F.concat(F.lit("."), fraction))
+                            .otherwise(F.lit("")))
+
+        digits = F.abs(n).cast("string")
+        return let(F.lpad(digits, F.greatest(F.length(digits), scale + F.lit(1)), "0"), place)
+
+    return let(number, text)
 
 
 def exact_decimal(text: Column, into: DecimalType) -> tuple[Column, Column]:
     """``text`` as ``into``, and whether it did not fit exactly (too many digits, or digits
-    past ``into``'s scale that are not zeros)."""
+    past ``into``'s scale that are not zeros). ``text`` is read three times: bind it first."""
     value = text.try_cast(into)
     fraction = F.regexp_extract(text, r"\.([0-9]+)$", 1)
     rounded = F.length(fraction) > F.lit(into.scale)
@@ -99,46 +128,62 @@ def exact_decimal(text: Column, into: DecimalType) -> tuple[Column, Column]:
     return value, text.isNotNull() & (value.isNull() | lost)
 
 
+def _micros(units: Column, per_second: int) -> Column:
+    if per_second <= 1_000_000:
+        return units * F.lit(1_000_000 // per_second)
+    return F.floor(units / F.lit(per_second // 1_000_000))
+
+
 def _time_text(units: Column, per_second: int) -> Column:
     """A time of day in ``per_second`` units as ``HH:MM:SS[.ffffff]`` (Postgres's own text:
     trailing zeros of the fraction dropped)."""
-    micros = units * F.lit(1_000_000 // per_second) if per_second <= 1_000_000 \
-        else F.floor(units / F.lit(per_second // 1_000_000))
-    seconds = F.floor(micros / F.lit(1_000_000))
-    fraction = (micros - seconds * F.lit(1_000_000)).cast("long")
-
     def two(n: Column) -> Column:
         return F.lpad(n.cast("long").cast("string"), 2, "0")
 
-    clock = F.concat_ws(":", two(F.floor(seconds / 3600)), two(F.floor(seconds % 3600 / 60)),
-                        two(seconds % 60))
-    tail = F.regexp_replace(F.lpad(fraction.cast("string"), 6, "0"), "0+$", "")
-    return F.when(units.isNotNull(), F.concat(clock, F.when(fraction > 0, F.concat(
-        F.lit("."), tail)).otherwise(F.lit(""))))
+    def text(micros: Column) -> Column:
+        seconds = F.floor(micros / F.lit(1_000_000))
+        fraction = (micros - seconds * F.lit(1_000_000)).cast("long")
+        clock = F.concat_ws(":", two(F.floor(seconds / 3600)),
+                            two(F.floor(seconds % 3600 / 60)), two(seconds % 60))
+        tail = F.regexp_replace(F.lpad(fraction.cast("string"), 6, "0"), "0+$", "")
+        return F.when(micros.isNotNull(), F.concat(clock, F.when(fraction > 0, F.concat(
+            F.lit("."), tail)).otherwise(F.lit(""))))
+
+    return let(_micros(units, per_second), text)
 
 
 def _local_timestamp(units: Column, per_second: int) -> Column:
     """A zone-less timestamp from ``per_second`` units since 1970 (no session time zone)."""
-    micros = units * F.lit(1_000_000 // per_second) if per_second <= 1_000_000 \
-        else F.floor(units / F.lit(per_second // 1_000_000))
-    days = F.floor(micros / F.lit(_DAY_MICROS))
-    rest = micros - days * F.lit(_DAY_MICROS)
-    day = F.date_from_unix_date(days.cast("int")).cast("timestamp_ntz")
-    return day + F.make_dt_interval(F.lit(0), F.lit(0), F.lit(0),
-                                    rest.cast("decimal(20,0)") / F.lit(1_000_000))
+    def stamp(micros: Column) -> Column:
+        days = F.floor(micros / F.lit(_DAY_MICROS))
+        rest = micros - days * F.lit(_DAY_MICROS)
+        day = F.date_from_unix_date(days.cast("int")).cast("timestamp_ntz")
+        return day + F.make_dt_interval(F.lit(0), F.lit(0), F.lit(0),
+                                        rest.cast("decimal(20,0)") / F.lit(1_000_000))
+
+    return let(_micros(units, per_second), stamp)
 
 
 def _natural(schema: ConnectField, value: Column) -> tuple[Column, DataType]:
     """The value as its schema's own Spark type (decimals as their exact text)."""
     name = schema.logical
+
+    def fixed() -> Column:
+        return decimal_text(unscaled(F.try_to_binary(_get(value, "string"), F.lit("base64"))),
+                            F.lit(int(schema.parameters.get("scale", "0"))))
+
+    def variable() -> Column:
+        return decimal_text(unscaled(F.try_to_binary(
+            F.try_variant_get(value, "$.value", "string"), F.lit("base64"))),
+            F.try_variant_get(value, "$.scale", "int"))
+
     if name == connect.DECIMAL:
-        data = F.try_to_binary(_get(value, "string"), F.lit("base64"))
-        scale = int(schema.parameters.get("scale", "0"))
-        return decimal_text(unscaled(data), F.lit(scale)), spark_type(schema)
+        return fixed(), spark_type(schema)
     if name == connect.VARIABLE_DECIMAL:
-        data = F.try_to_binary(F.try_variant_get(value, "$.value", "string"), F.lit("base64"))
-        scale = F.try_variant_get(value, "$.scale", "int")
-        return decimal_text(unscaled(data), scale), spark_type(schema)
+        return variable(), spark_type(schema)
+    if name == connect.ANY_DECIMAL:  # pinned, schemas off: the value's shape says which
+        shaped = F.startswith(F.schema_of_variant(value), F.lit("OBJECT"))
+        return F.when(shaped, variable()).otherwise(fixed()), spark_type(schema)
     if name in connect.DATES:
         return F.date_from_unix_date(_get(value, "int")), spark_type(schema)
     if name in connect.TIMES:
@@ -161,53 +206,74 @@ def _natural(schema: ConnectField, value: Column) -> tuple[Column, DataType]:
     raise connect.ConnectSchemaError(f"field {schema.name}: no decoder for {kind}")
 
 
-def decode(schema: ConnectField, value: Column, into: DataType | None = None) -> Decoding:
+def _parts(value: Column, bad: Column, out_of_range: Column, unavailable: Column) -> Column:
+    return F.struct(value.alias("v"), bad.alias("b"), out_of_range.alias("o"),
+                    unavailable.alias("u"))
+
+
+def decode(schema: ConnectField, value: Column, into: DataType | None = None) -> Column:
     """Decode ``value`` (a variant) with Connect ``schema`` into Spark type ``into`` (default:
     the schema's own, :func:`pipelines.formats.debezium.connect.spark_type`).
 
     ``into`` may be wider than the schema's type (a column widened since): the value is cast,
     exactly. A struct, array or map is decoded element by element with the higher-order
     functions; any element that fails fails the value.
+
+    Returns:
+        One struct column: the value and its flags (:meth:`Decoding.of` names them).
     """
-    into = into or spark_type(schema)
+    kind = into or spark_type(schema)
+    return let(value, lambda v: _decode(schema, v, kind))
+
+
+def _decode(schema: ConnectField, value: Column, into: DataType) -> Column:
     present = ~absent(value)
     no = F.lit(False)
     if schema.type == "struct" and schema.logical != connect.VARIABLE_DECIMAL:
         types = {f.name: f.dataType for f in into.fields} if isinstance(into, StructType) else {}
-        parts = [(f.name, decode(f, F.variant_get(value, path_of(f.name), "variant"),
-                                 types.get(f.name))) for f in schema.fields]
-        failed = _any([d.bad | d.out_of_range for _, d in parts])
-        return Decoding(F.when(present, F.struct(*[d.value.alias(n) for n, d in parts])),
-                        present & failed, no, no)
+        parts = [decode(f, F.variant_get(value, path_of(f.name), "variant"),
+                        types.get(f.name)) for f in schema.fields]
+
+        def whole(got: Column) -> Column:
+            names = [f.name for f in schema.fields]
+            failed = _any([got[n]["b"] | got[n]["o"] for n in names])
+            return _parts(F.when(present, F.struct(*[got[n]["v"].alias(n) for n in names])),
+                          present & failed, no, no)
+
+        return let(F.struct(*[p.alias(f.name) for p, f in zip(parts, schema.fields,
+                                                               strict=True)]), whole)
     if schema.type == "array" and schema.items is not None:
         items = schema.items
         element = into.elementType if isinstance(into, ArrayType) else None
-        array = _get(value, "array<variant>")
-        converted = F.transform(array, lambda e: decode(items, e, element).value)
-        failed = F.exists(array, lambda e: decode(items, e, element).bad
-                          | decode(items, e, element).out_of_range)
-        return Decoding(converted, present & (array.isNull() | failed), no, no)
+        return let(F.transform(_get(value, "array<variant>"),
+                               lambda e: decode(items, e, element)),
+                   lambda got: _parts(F.transform(got, lambda d: d["v"]), present & (
+                       got.isNull() | F.exists(got, lambda d: d["b"] | d["o"])), no, no))
     if schema.type == "map" and schema.values is not None:
-        values = schema.values
+        entries = schema.values
         target = into.valueType if isinstance(into, MapType) else None
-        entries = _get(value, "map<string,variant>")
-        converted = F.transform_values(entries, lambda _k, v: decode(values, v, target).value)
-        failed = F.exists(F.map_values(entries), lambda v: decode(values, v, target).bad)
-        return Decoding(converted, present & (entries.isNull() | failed), no, no)
+        return let(F.transform_values(_get(value, "map<string,variant>"),
+                                      lambda _k, v: decode(entries, v, target)),
+                   lambda got: _parts(F.transform_values(got, lambda _k, d: d["v"]), present & (
+                       got.isNull() | F.exists(F.map_values(got), lambda d: d["b"] | d["o"])),
+                       no, no))
     natural, kind = _natural(schema, value)
     unavailable = _unavailable(schema, value)
-    out_of_range = no
-    if isinstance(into, DecimalType) and isinstance(kind, DecimalType):
-        typed, out_of_range = exact_decimal(natural, into)
-        bad = natural.isNull()
-    elif into == kind:
-        typed, bad = natural, natural.isNull()
-    else:  # a column widened since this schema (int into bigint), or a decimal as text
-        typed = natural.try_cast(into)
-        bad = natural.isNull() | typed.isNull()
     keep = present & ~unavailable
-    return Decoding(F.when(keep, typed), keep & bad, keep & ~bad & out_of_range, unavailable)
 
+    def typed(n: Column) -> Column:
+        if isinstance(into, DecimalType) and isinstance(kind, DecimalType):
+            exact, out_of_range = exact_decimal(n, into)
+            return _parts(F.when(keep, exact), keep & n.isNull(),
+                          keep & n.isNotNull() & out_of_range, unavailable)
+        if into == kind:
+            return _parts(F.when(keep, n), keep & n.isNull(), no, unavailable)
+        # a column widened since this schema (int into bigint), or a decimal as its text
+        return let(n.try_cast(into), lambda t: _parts(F.when(keep, t),
+                                                      keep & (n.isNull() | t.isNull()), no,
+                                                      unavailable))
+
+    return let(natural, typed)
 
 def _unavailable(schema: ConnectField, value: Column) -> Column:
     if schema.type == "string":
