@@ -26,6 +26,7 @@ from pipelines.sink.event_window import Span
 from pipelines.sink.merge import MergeOutcome, insert_only_merge
 from pipelines.sink.metrics import BatchMetrics
 from pipelines.sink.parse import classify, valid_events
+from pipelines.sink.prepare import Prepared
 from pipelines.sink.tables import ensure_sink_tables
 
 #: The peer approach needs a watermark longer than the events' spread (3 days), or it would
@@ -98,7 +99,8 @@ class NaiveMergeSink(BatchSink):
                       app_id: str, values: dict[str, list[object]],
                       planned: dict[str, dict[int, int]],
                       counts: dict[str, Any] | None = None, *,
-                      spans: Sequence[Span] | None = None) -> MergeOutcome:
+                      spans: Sequence[Span] | None = None,
+                      prepared: Prepared | None = None) -> MergeOutcome:
         keys = self.config.target.dedup_keys
 
         def attempt() -> MergeOutcome:

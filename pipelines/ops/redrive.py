@@ -130,6 +130,10 @@ def redrive(spark: SparkSession, config: PipelineConfig, *, reason: str | None =
         CheckpointError: the pipeline is running (it holds the checkpoint's lease).
         CommitError: a commit failed; what was committed is consistent, run it again.
     """
+    if config.change_stream:
+        raise ConfigError("quarantine redrive does not take a change stream "
+                          "(source.format: debezium) yet; list its quarantined records with "
+                          "`deltasink quarantine list`")
     schema = config.event_schema()
     when = parse_since(since)
     if not config.target.ref.exists(spark):

@@ -32,7 +32,7 @@ from __future__ import annotations
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
-from pipelines.formats.decoded import VARIANT, Decoder, once_per_row
+from pipelines.formats.decoded import VARIANT, Decoder, once_per_row, skipped
 from pipelines.formats.json import JsonDecoder
 from pipelines.sink import fields
 from schemas.base import KAFKA_KEY, KAFKA_KEY_COLUMN, KAFKA_TIMESTAMP, EventSchema, FieldSpec
@@ -179,11 +179,13 @@ def record_hash() -> Column:
 
 
 def quarantine_rows(classified: DataFrame, pipeline: str, batch_id: int) -> DataFrame:
-    """The bad records, with their raw bytes, reason, coordinates, hash, batch id and time.
+    """The bad records, with their raw bytes, reason, coordinates, hash, batch id and time (a
+    skipped record, :data:`pipelines.formats.decoded.SKIP`, is not one).
 
     ``redriven_at`` and ``redriven_version`` are null: ``deltasink quarantine redrive`` sets them.
     """
-    return classified.where(F.col("_reason").isNotNull()).select(
+    reason = F.col("_reason")
+    return classified.where(reason.isNotNull() & ~skipped(reason)).select(
         "kafka_topic", "kafka_partition", "kafka_offset", "kafka_timestamp", "kafka_key",
         "raw_value", F.col("_reason").alias("reason"), F.lit(pipeline).alias("pipeline"),
         F.lit(batch_id).cast("long").alias("batch_id"),

@@ -88,10 +88,13 @@ def check_dedup_key(key: str, schema: EventSchema) -> None:
 
 
 def ensure_sink_tables(spark: SparkSession, config: PipelineConfig, schema: EventSchema) -> None:
-    """Create the target and quarantine tables if missing; check them if present.
+    """Create the target and quarantine tables (and the mode's own: a replica's deletes, a
+    history's changes) if missing; check them if present.
 
     An existing target gains the schema's new nullable columns first (see
-    :mod:`pipelines.sink.evolve`).
+    :mod:`pipelines.sink.evolve`). A change stream's target is created with its change and
+    Kafka columns only: the source table's are learned from its events and added by its
+    batches (:mod:`pipelines.sink.modes.change_tables`).
 
     Raises:
         SchemaError: the dedup key or partition columns are not in the schema, or an existing
@@ -108,10 +111,12 @@ def ensure_sink_tables(spark: SparkSession, config: PipelineConfig, schema: Even
     mode = mode_for(config)
     mode.check(spark, schema)
     add_missing_columns(spark, config.target.ref, mode.added_columns())
+    companions = mode.companions(target_schema)
     target_schema = mode.target_schema(target_schema)
     for ref, expected, parts in (
         (config.target.ref, target_schema, config.target.partition_by),
         (config.target.quarantine_ref, QUARANTINE_SCHEMA, ()),
+        *((ref, columns, ()) for ref, columns in companions),
     ):
         if expected is QUARANTINE_SCHEMA:
             add_missing_columns(spark, ref, QUARANTINE_ADDED)

@@ -13,7 +13,7 @@ each of those places.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
 from pyspark.sql import Column, DataFrame, SparkSession
@@ -22,7 +22,44 @@ from pyspark.sql.types import StructType
 from pipelines.config.model import DATE_COLUMN, PipelineConfig
 from pipelines.sink.event_window import Span
 from pipelines.sink.merge import MergeOutcome
+from pipelines.storage.tables import TableRef
 from schemas.base import EventSchema
+
+
+@dataclass(frozen=True)
+class BatchRows:
+    """A batch's survivors, as the target's commits receive them.
+
+    Attributes:
+        rows: the survivors as target rows (with the mode's :meth:`WriteMode.source_columns`).
+        values: partition column -> the distinct values in ``rows``.
+        spans: with an event-time window, the time ranges the MERGE reads (else None).
+        keys: the key's columns (a change stream's: learned from its records).
+        observed: what the batch's job observed (the mode's own :meth:`WriteMode.metrics`).
+    """
+
+    rows: DataFrame
+    values: dict[str, list[object]]
+    spans: Sequence[Span] | None
+    keys: tuple[str, ...]
+    observed: Mapping[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class SideWrite:
+    """A commit of the batch before the target's, on a table of the mode's own (a replica's
+    remembered deletes, a history's changes). Each runs in the batch's txn (its app id and
+    batch id, on its own table), so a replayed batch skips it as it skips the target's.
+
+    Attributes:
+        ref: the table.
+        what: the MERGE's name in a commit error.
+        write: the MERGE, to run inside the txn.
+    """
+
+    ref: TableRef
+    what: str
+    write: Callable[[], MergeOutcome]
 
 
 @dataclass(frozen=True)
@@ -34,11 +71,14 @@ class Expectations:
         unique: column tuples that no two rows may share (one column: unique and not null).
         exists: columns the mode adds, which must be in the table.
         not_null: more columns that may never be null.
+        intervals: (start, end) columns of per-key intervals that may not overlap (an SCD2
+            history's ``__START_AT`` and ``__END_AT``), or None.
     """
 
     unique: tuple[tuple[str, ...], ...] = ()
     exists: tuple[str, ...] = ()
     not_null: tuple[str, ...] = ()
+    intervals: tuple[str, str] | None = None
 
 
 class WriteMode:
@@ -55,6 +95,9 @@ class WriteMode:
     #: Whether the target's MERGE only inserts (its write needs no repartition by partition
     #: column first: :func:`pipelines.sink.merge.merge_settings`).
     inserts_only: ClassVar[bool] = False
+    #: Whether validation reads the whole target, not the batch's dates (a key's versions
+    #: span dates, and ``event_date`` need not be a partition column).
+    whole_table: ClassVar[bool] = False
 
     def __init__(self, config: PipelineConfig) -> None:
         self.config = config
@@ -101,17 +144,22 @@ class WriteMode:
         added to it before it is checked."""
         return ()
 
+    def companions(self, base: StructType) -> list[tuple[TableRef, StructType]]:
+        """The mode's own tables beside the target, with their columns at creation."""
+        return []
+
     # The write (pipelines/sink/target_merge.py)
 
-    def merge(self, rows: DataFrame, values: dict[str, list[object]],
-              spans: Sequence[Span] | None) -> Callable[[], MergeOutcome]:
-        """The target's MERGE of a batch's ``rows``, to run inside the commit's txn.
+    def before_merge(self, spark: SparkSession, batch: BatchRows) -> None:
+        """Table changes the batch needs before any of its commits (a change stream's new
+        columns), each its own commit outside the batch's txn."""
 
-        Args:
-            rows: the batch's survivors as target rows (with :meth:`source_columns`).
-            values: partition column -> the distinct values in ``rows``.
-            spans: with an event-time window, the time ranges the MERGE reads.
-        """
+    def side_writes(self, batch: BatchRows) -> list[SideWrite]:
+        """The batch's commits before the target's (none here)."""
+        return []
+
+    def merge(self, batch: BatchRows) -> Callable[[], MergeOutcome]:
+        """The target's MERGE of a batch's survivors, to run inside the commit's txn."""
         raise NotImplementedError
 
     # The proof (quality/suites.py)
@@ -125,6 +173,8 @@ def key_uniqueness(keys: tuple[str, ...], partition_by: tuple[str, ...]
                    ) -> tuple[tuple[str, ...], ...]:
     """The key, and the key with ``event_date`` where that is a partition column the key lacks
     (also checked per partition)."""
+    if not keys:  # a change stream's, before its first batch
+        return ()
     if DATE_COLUMN in partition_by and DATE_COLUMN not in keys:
         return (keys, (*keys, DATE_COLUMN))
     return (keys,)

@@ -9,17 +9,17 @@ slice the rows' keys can be in (:mod:`pipelines.sink.event_window`).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 
-from pyspark.sql import Column, DataFrame
+from pyspark.sql import Column
 from pyspark.sql import functions as F
 
 from pipelines import sql
 from pipelines.config.model import DATE_COLUMN
 from pipelines.sink.dedup import FIRST_BY
-from pipelines.sink.event_window import Span, range_predicate, within
+from pipelines.sink.event_window import range_predicate, within
 from pipelines.sink.merge import MergeOutcome, insert_only_merge, literal_filter, within_days
-from pipelines.sink.modes.base import Expectations, WriteMode, key_uniqueness
+from pipelines.sink.modes.base import BatchRows, Expectations, WriteMode, key_uniqueness
 from pipelines.sink.partitions import read_values
 from schemas.base import EventSchema
 
@@ -34,11 +34,11 @@ class InsertOnly(WriteMode):
         """Earliest Kafka timestamp, then topic, partition and offset."""
         return [F.col(c).asc_nulls_last() for c in FIRST_BY]
 
-    def merge(self, rows: DataFrame, values: dict[str, list[object]],
-              spans: Sequence[Span] | None) -> Callable[[], MergeOutcome]:
+    def merge(self, batch: BatchRows) -> Callable[[], MergeOutcome]:
         """The insert-only MERGE: on the partition columns and the key (the date or the event
         time within the window), reading only the batch's partitions and time slice."""
         config, target = self.config, self.target
+        rows, values, spans = batch.rows, batch.values, batch.spans
         window = target.dedup_window  # a day window > 0 only when event_date is a partition
         on = tuple(c for c in (*target.partition_by, *target.dedup_keys)
                    if not (window and c == DATE_COLUMN))

@@ -16,7 +16,7 @@ The MERGE matches on the key alone, over the whole table: a newer version may ca
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from pyspark.sql import Column, DataFrame, SparkSession
@@ -28,9 +28,8 @@ from pipelines.config.model import TargetConfig
 from pipelines.config.modes import KAFKA_SEQUENCE
 from pipelines.errors import ConfigError
 from pipelines.sink.dedup import first_per_key
-from pipelines.sink.event_window import Span
 from pipelines.sink.merge import MergeOutcome, outcome
-from pipelines.sink.modes.base import Expectations, WriteMode, key_uniqueness
+from pipelines.sink.modes.base import BatchRows, Expectations, WriteMode, key_uniqueness
 from pipelines.storage.tables import TableRef
 from schemas.base import EventSchema
 
@@ -184,8 +183,7 @@ class Upsert(WriteMode):
         """A table switched from insert-only gets the flag."""
         return ((DELETED, "BOOLEAN"),)
 
-    def merge(self, rows: DataFrame, values: dict[str, list[object]],
-              spans: Sequence[Span] | None) -> Callable[[], MergeOutcome]:
+    def merge(self, batch: BatchRows) -> Callable[[], MergeOutcome]:
         """The upsert MERGE (:func:`upsert_merge`).
 
         Matches on the key across the whole table (no partition literals: a newer version may
@@ -193,6 +191,7 @@ class Upsert(WriteMode):
         ``delete_when``.
         """
         target = self.target
+        rows, values = batch.rows, batch.values
         if DELETED not in rows.columns:
             rows = latest_versions(rows, target)
         empty = "false" if target.partition_by and not any(values.values()) else None
