@@ -81,7 +81,7 @@ def target_suite(
     ]
     expectations.append(ExpectColumnValuesToBeUnique(column=keys[0]) if len(keys) == 1
                         else ExpectCompoundColumnsToBeUnique(column_list=keys))
-    if DATE_COLUMN in config.target.partition_by and DATE_COLUMN not in keys:
+    if DATE_COLUMN in config.target.prune_by and DATE_COLUMN not in keys:
         expectations.append(ExpectCompoundColumnsToBeUnique(column_list=[*keys, DATE_COLUMN]))
     not_null = [*keys, *(f.name for f in schema.fields if f.required and f.name not in keys)]
     if config.target.mode == "upsert":  # every row is a key's latest version or its tombstone

@@ -129,7 +129,8 @@ def optimize_and_vacuum(spark: SparkSession, config: PipelineConfig,
         if not ref.exists(spark):
             actions.append(f"SKIP {ref.describe()} (does not exist)")
             continue
-        order = time_order(config) if ref == config.target.ref else None
+        order = time_order(config) if ref == config.target.ref and \
+            not config.target.cluster_by else None  # a clustered table's OPTIMIZE clusters
         with file_size(spark, SLICE_FILE_BYTES if order else None):
             spark.sql(f"OPTIMIZE {ref.sql}{f' ZORDER BY ({order})' if order else ''}").collect()
         actions.append(f"OPTIMIZE {ref.describe()}{f' ZORDER BY {order}' if order else ''}")

@@ -102,7 +102,7 @@ def plan_redrive(spark: SparkSession, config: PipelineConfig, schema: EventSchem
                 .groupBy(OLD_REASON, "_reason").agg(F.count(F.lit(1)).alias("n")).collect()}
     deduped = materialize(dedup_on_key(valid_events(classified, schema),
                                        config.target.dedup_keys))
-    unique, values = partition_values(deduped, config.target.partition_by)
+    unique, values = partition_values(deduped, config.target.prune_by)
     plan = RedrivePlan(version, classified, deduped, values, unique, outcomes)
     say(f"redrive plan: quarantine version {version}, {plan.selected} rows selected with schema "
         f"{schema.name}: {plan.fixed} now parse, {plan.selected - plan.fixed} still fail")

@@ -134,7 +134,7 @@ def prepare(batch: DataFrame, schema: EventSchema, config: PipelineConfig,
         flag = (F.coalesce(F.expr(target.delete_when), F.lit(False)) if target.delete_when
                 else F.lit(False))
         kept = kept.withColumn(DELETED, F.when(_good(), flag))
-    parts = list(target.partition_by)
+    parts = list(target.prune_by)
     observable = all(isinstance(kept.schema[p].dataType, _OBSERVABLE) for p in parts)
     observed = Observation()
     wanted = [*_count_metrics(parts if observable else []),
@@ -155,7 +155,7 @@ def prepare(batch: DataFrame, schema: EventSchema, config: PipelineConfig,
         values = _values(str(got.get("values") or "{}"), {p: kept.schema[p].dataType
                                                           for p in parts})
     else:  # a type JSON would not bring back as is (decimal, timestamp): a job of its own
-        _, values = partition_values(valid_events(materialized, schema), target.partition_by)
+        _, values = partition_values(valid_events(materialized, schema), target.prune_by)
     low, high = got.get("low"), got.get("high")
     return Prepared(rows=materialized, records_in=int(got.get("copies") or 0) + bad,
                     quarantined=bad, unique=unique, values=values,

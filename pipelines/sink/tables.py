@@ -101,10 +101,12 @@ def ensure_sink_tables(spark: SparkSession, config: PipelineConfig, schema: Even
     columns = set(target_schema.fieldNames())
     for key in config.target.dedup_keys:
         check_dedup_key(key, schema)
-    unknown = [p for p in config.target.partition_by if p not in columns]
-    if unknown:
-        raise SchemaError(f"target.partition_by {unknown} are not columns of schema "
-                          f"{schema.name}; columns are {sorted(columns)}")
+    for key, named in (("partition_by", config.target.partition_by),
+                       ("cluster_by", config.target.cluster_by)):
+        unknown = [p for p in named if p not in columns]
+        if unknown:
+            raise SchemaError(f"target.{key} {unknown} are not columns of schema "
+                              f"{schema.name}; columns are {sorted(columns)}")
     check_upsert(spark, config.target, schema)
     if config.target.mode == "upsert":  # a table switched from insert_only gets the flag
         add_missing_columns(spark, config.target.ref, ((DELETED, "BOOLEAN"),))
@@ -117,7 +119,10 @@ def ensure_sink_tables(spark: SparkSession, config: PipelineConfig, schema: Even
             add_missing_columns(spark, ref, QUARANTINE_ADDED)
         else:
             evolve_target(spark, ref, expected, _sql_name(ref))
-        create_or_check(spark, ref, expected, tuple(parts))
+        clustered = config.target.cluster_by if expected is target_schema else ()
+        create_or_check(spark, ref, expected, tuple(parts), clustered)
+    if config.target.cluster_by:
+        cluster(spark, config.target.ref, config.target.cluster_by)
     relax_not_null(spark, config.target.ref, target_schema)
 
 
@@ -167,7 +172,8 @@ def add_missing_columns(spark: SparkSession, ref: TableRef,
 
 
 def create_or_check(spark: SparkSession, ref: TableRef, expected: StructType,
-                    partition_by: tuple[str, ...], attempts: int = 5) -> None:
+                    partition_by: tuple[str, ...], cluster_by: tuple[str, ...] = (),
+                    attempts: int = 5) -> None:
     """Create ``ref`` if missing, else check its schema; safe when writers race to create it.
 
     Two pipelines starting on one new table both try to create it: one gets Delta's
@@ -182,7 +188,7 @@ def create_or_check(spark: SparkSession, ref: TableRef, expected: StructType,
             if ref.exists(spark):
                 check_compatible(spark, ref, expected)
             else:
-                ref.create_if_missing(spark, expected, partition_by)
+                ref.create_if_missing(spark, expected, partition_by, cluster_by)
             return
         except DeltasinkError:
             raise
@@ -190,3 +196,27 @@ def create_or_check(spark: SparkSession, ref: TableRef, expected: StructType,
             if attempt == attempts - 1:
                 raise
             time.sleep(0.5 * (attempt + 1))
+
+
+def cluster(spark: SparkSession, ref: TableRef, columns: tuple[str, ...]) -> None:
+    """Make an existing target clustered by ``columns`` (``target.cluster_by``).
+
+    A table created by this run already is. A clustered table with other columns takes them in
+    place (``ALTER TABLE ... CLUSTER BY``: a metadata commit of its own, outside the batch's
+    txn-guarded MERGE; it changes no row and writes no ``txn`` action, and a rerun finds the
+    columns set and does nothing). A partitioned table cannot become a clustered one in place.
+
+    Raises:
+        SchemaError: the target is partitioned.
+    """
+    detail = ref.detail(spark)
+    partitions = list(detail["partitionColumns"] or [])
+    if partitions:
+        raise SchemaError(
+            f"target {ref.describe()} is partitioned by {partitions}, and target.cluster_by "
+            "applies when a table is created: leave cluster_by out for this table, or point "
+            "the target at a new location and copy the rows")
+    have = list(detail["clusteringColumns"] or [])
+    if have != list(columns):
+        spark.sql(f"ALTER TABLE {_sql_name(ref)} CLUSTER BY "
+                  f"({', '.join(f'`{c}`' for c in columns)})").collect()

@@ -111,10 +111,10 @@ def _insert_only(config: PipelineConfig, deduped: DataFrame, values: dict[str, l
     within the window), reading only the batch's partitions and time slice."""
     target = config.target
     window = target.dedup_window  # a day window > 0 only when event_date is a partition column
-    on = tuple(c for c in (*target.partition_by, *target.dedup_keys)
+    on = tuple(c for c in (*target.prune_by, *target.dedup_keys)
                if not (window and c == DATE_COLUMN))
     prune = literal_filter("t", {k: read_values(config, k, vs, spans) for k, vs in values.items()})
-    if target.partition_by and not any(values.values()):
+    if target.prune_by and not any(values.values()):
         prune = "false"  # nothing to insert: read no partitions, still commit offsets
     time_window = target.time_window
     if time_window is None:
@@ -137,6 +137,6 @@ def _upsert(config: PipelineConfig, rows: DataFrame, values: dict[str, list[obje
     target = config.target
     if DELETED not in rows.columns:
         rows = latest_versions(rows, target)
-    empty = "false" if target.partition_by and not any(values.values()) else None
+    empty = "false" if target.prune_by and not any(values.values()) else None
     sequence = sequence_columns(target.sequence_by)
     return lambda: upsert_merge(target.ref, rows, target.dedup_keys, sequence, empty)

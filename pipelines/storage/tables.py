@@ -79,15 +79,18 @@ class TableRef:
         return reader.table(self.name) if self.name else reader.load(self.path)
 
     def create_if_missing(
-        self, spark: SparkSession, schema: StructType, partition_by: tuple[str, ...] = ()
+        self, spark: SparkSession, schema: StructType, partition_by: tuple[str, ...] = (),
+        cluster_by: tuple[str, ...] = ()
     ) -> None:
-        """Create the table empty with ``schema`` unless it exists (safe to race).
+        """Create the table empty with ``schema`` unless it exists (safe to race), partitioned
+        by ``partition_by`` or clustered by ``cluster_by`` (liquid clustering).
 
         A catalog table whose creation a kill cut short is created over what Delta left, if that
         holds nothing but the killed creation (:func:`pipelines.storage.catalog.recover_creation`);
         anything else there is refused in one line.
         """
-        parts = f" PARTITIONED BY ({', '.join(map(ident, partition_by))})" if partition_by else ""
+        parts = (f" PARTITIONED BY ({', '.join(map(ident, partition_by))})" if partition_by
+                 else f" CLUSTER BY ({', '.join(map(ident, cluster_by))})" if cluster_by else "")
         try:
             spark.sql(f"CREATE TABLE IF NOT EXISTS {self.sql} ({column_ddl(schema)}) "
                       f"USING delta{parts}").collect()
