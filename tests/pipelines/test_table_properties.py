@@ -81,6 +81,10 @@ def test_an_existing_table_gets_changed_properties_in_one_commit_and_a_rerun_com
         "2 days"}})
     assert ensure_sink_tables(spark, again, again.event_schema()) == []
     assert target.history(spark).count() == 2
+    # A property removed from the config stays on the table as it is.
+    assert ensure_sink_tables(spark, plain, plain.event_schema()) == []
+    assert table_properties(spark, target)["delta.enableChangeDataFeed"] == "true"
+    assert target.history(spark).count() == 2
 
 
 @pytest.mark.parametrize(("before", "properties", "mode", "expected"), [
