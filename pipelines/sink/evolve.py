@@ -38,7 +38,7 @@ from pyspark.sql.types import StructField, StructType
 
 from pipelines.config.table_properties import TYPE_WIDENING
 from pipelines.errors import SchemaError
-from pipelines.sink.widen import TypeChanges, compare, dotted
+from pipelines.sink.widen import TypeChanges, compare, dotted, named
 from pipelines.sql import ident
 from pipelines.storage.tables import TableRef
 
@@ -121,7 +121,7 @@ def evolve_target(spark: SparkSession, ref: TableRef, expected: StructType,
     add, changes = plan(ref.read(spark).schema, expected)
     if changes.widen and not widening():
         changes.problems += [
-            f"'{dotted(w.path)}' widens {w.old.simpleString()} -> {w.new.simpleString()}: set "
+            f"{named(w.path)} widens {w.old.simpleString()} -> {w.new.simpleString()}: set "
             f"target.properties {TYPE_WIDENING}: true to widen it in place (adds the "
             f"typeWidening table feature: readers then need a Delta that knows it), or keep "
             f"{w.old.simpleString()}" for w in changes.widen]

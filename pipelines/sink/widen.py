@@ -115,6 +115,11 @@ def dotted(path: tuple[str, ...]) -> str:
     return ".".join(path)
 
 
+def named(path: tuple[str, ...]) -> str:
+    """``column 'n'`` or ``field 's.a'`` for messages."""
+    return f"{'column' if len(path) == 1 else 'field'} '{dotted(path)}'"
+
+
 def compare(old: DataType, new: DataType, path: tuple[str, ...], out: TypeChanges) -> None:
     """Record in ``out`` how the table's ``old`` type at ``path`` becomes the schema's ``new``."""
     if same_type(old, new):
@@ -133,7 +138,7 @@ def compare(old: DataType, new: DataType, path: tuple[str, ...], out: TypeChange
     else:
         kind = "narrows" if widens(new, old) else "changes"
         out.problems.append(
-            f"'{dotted(path)}' is {old.simpleString()} in the table but {new.simpleString()} "
+            f"{named(path)} is {old.simpleString()} in the table but {new.simpleString()} "
             f"in the schema, which {kind} it: Delta widens a type in place only (int -> "
             f"bigint, decimal precision up, ...); keep {old.simpleString()}, or write to a new "
             f"target and copy the rows (INSERT INTO <new> SELECT ..., CAST(... AS "
@@ -162,7 +167,7 @@ def _compare_structs(old: StructType, new: StructType, path: tuple[str, ...],
         if f.name not in have:
             out.nested.append(NestedField(path, f, previous))
         elif have[f.name].nullable != f.nullable:
-            out.problems.append(f"'{dotted((*path, f.name))}' is "
+            out.problems.append(f"{named((*path, f.name))} is "
                                 f"{'' if have[f.name].nullable else 'NOT '}NULL in the table: "
                                 "declare it as the table has it")
         else:

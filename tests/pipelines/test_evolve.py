@@ -49,13 +49,14 @@ def test_a_new_optional_field_becomes_a_nullable_column_and_old_rows_read_null(
 
 @pytest.mark.parametrize(("changed", "message"), [
     (schema(n={"type": "long"}),
-     "'n' widens int -> bigint: set target.properties delta.enableTypeWidening: true to widen "
-     "it in place (adds the typeWidening table feature: readers then need a Delta that knows "
-     "it), or keep int"),
+     "column 'n' widens int -> bigint: set target.properties delta.enableTypeWidening: true "
+     "to widen it in place (adds the typeWidening table feature: readers then need a Delta "
+     "that knows it), or keep int"),
     (schema(n={"type": "string"}),
-     "'n' is int in the table but string in the schema, which changes it: Delta widens a type "
-     "in place only (int -> bigint, decimal precision up, ...); keep int, or write to a new "
-     "target and copy the rows (INSERT INTO <new> SELECT ..., CAST(... AS string) FROM <old>)"),
+     "column 'n' is int in the table but string in the schema, which changes it: Delta widens "
+     "a type in place only (int -> bigint, decimal precision up, ...); keep int, or write to a "
+     "new target and copy the rows (INSERT INTO <new> SELECT ..., CAST(... AS string) FROM "
+     "<old>)"),
     (schema(n=None),
      "column 'n' is NOT NULL in the table but no longer in the schema (a removed or renamed "
      "required field): keep the field, or drop the constraint first (ALTER TABLE ... ALTER "
@@ -142,7 +143,8 @@ def test_widened_types_and_new_nested_fields_change_the_table_in_place_and_keep_
     assert ensure_sink_tables(spark, grown, schema(**AFTER)) == []  # idempotent: no commit
     with pytest.raises(SchemaError) as err:
         ensure_sink_tables(spark, grown, schema(**BEFORE))
-    assert "'n' is bigint in the table but int in the schema, which narrows it" in str(err.value)
+    assert "column 'n' is bigint in the table but int in the schema, which narrows it" \
+        in str(err.value)
     assert "\n" not in str(err.value)
     assert ref.history(spark).count() == versions  # nothing was altered
 

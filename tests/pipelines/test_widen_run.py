@@ -95,5 +95,6 @@ def test_a_schema_widened_mid_stream_widens_the_table_in_place_and_keeps_every_r
     code, out, err = run(config, capsys)
     error = [ln for ln in err.splitlines() if ln.strip()]
     assert code == 2 and len(error) == 1, out[-2000:] + err[-2000:]
-    assert "'line_no' is bigint in the table but int in the schema, which narrows it" in error[0]
+    assert "column 'line_no' is bigint in the table but int in the schema, which narrows " \
+        "it" in error[0]
     assert cfg.target.ref.read(spark).count() == 60

@@ -73,8 +73,8 @@ def test_a_yaml_schema_runs_end_to_end_then_evolves_and_refuses_an_incompatible_
     error = [ln for ln in err.splitlines() if ln.strip()]
     assert len(error) == 1, err[-2000:]
     assert error[0].startswith("error: ")
-    assert "'line_no' widens int -> bigint: set target.properties delta.enableTypeWidening: " \
-        "true to widen it in place" in error[0]
+    assert "column 'line_no' widens int -> bigint: set target.properties " \
+        "delta.enableTypeWidening: true to widen it in place" in error[0]
 
     cfg = load_config(config, environ={})
     target = cfg.target.ref.read(spark)
