@@ -1,8 +1,9 @@
 """What a table property may not do to the sink's guarantees, given the pipeline's settings.
 
-Checked when the config is loaded (each refusal one line, with what to set instead), and again
-against an existing table's own properties before the run writes to it
-(:mod:`pipelines.sink.properties`), so a property set behind deltasink's back is caught too:
+Checked when the config is loaded (each refusal one line, with what to set instead), and, for a
+table with properties in the config, again against the existing table's own properties before
+the run writes to it (:mod:`pipelines.sink.properties`), so one set behind deltasink's back is
+caught too (a table without any in the config costs no look at its properties):
 
 * ``delta.appendOnly: true`` makes Delta refuse every UPDATE: ``mode: upsert`` replaces a key's
   row with its newer version (an UPDATE), and ``quarantine redrive`` marks the quarantined

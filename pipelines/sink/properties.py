@@ -2,10 +2,11 @@
 
 A table deltasink creates gets its properties in the ``CREATE TABLE ... TBLPROPERTIES``
 (:meth:`pipelines.storage.tables.TableRef.create_if_missing`). An existing one is compared with
-the config before the run writes to it: a property that differs (or is missing) is set with
-``ALTER TABLE ... SET TBLPROPERTIES``, one commit for all of them; one that matches costs nothing,
-and a property removed from the config is left on the table as it is. Two checks come first,
-each a one-line refusal that changes nothing:
+the config before the run writes to it (a table with no properties in the config is not
+looked at): a property that differs (or is missing) is set with ``ALTER TABLE ... SET
+TBLPROPERTIES``, one commit for all of them; one that matches costs nothing, and a property
+removed from the config is left on the table as it is. Two checks come first, each a one-line
+refusal that changes nothing:
 
 * a change Delta cannot make in place (``delta.columnMapping.mode`` other than ``none`` ->
   ``name``) is refused, with what to do;
