@@ -90,6 +90,7 @@ class TargetConfig(BaseModel):
     redrive`` marks its rows)."""
 
     _window = field_validator("dedup_window", mode="before")(parse_window)
+    _window_default = model_validator(mode="before")(fill_window)
 
     @field_validator("properties", "quarantine_properties", mode="before")
     @classmethod
@@ -100,7 +101,6 @@ class TargetConfig(BaseModel):
         if not isinstance(value, Mapping):
             return value
         return table_properties.normalize(value)
-    _window_default = model_validator(mode="before")(fill_window)
 
     @model_validator(mode="after")
     def _one_location(self) -> TargetConfig:
