@@ -104,7 +104,8 @@ AFTER = {"n": {"type": "long"}, "amount": {"type": "decimal(12,2)"},
                    "items": {"type": "struct", "fields": {"sku": "string", "qty": "int"}}}}
 
 
-@pytest.mark.parametrize("where", ["path", "catalog"])
+@pytest.mark.parametrize("where", [  # catalog names in make test: test_connect_tables.py
+    "path", pytest.param("catalog", marks=pytest.mark.extended)])
 def test_widened_types_and_new_nested_fields_change_the_table_in_place_and_keep_its_rows(
         spark: SparkSession, lake: Path, where: str) -> None:
     """The table is created without type widening; the grown schema comes with the property:
