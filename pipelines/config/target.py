@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from datetime import timedelta
 from typing import Any
 
 from pydantic import BaseModel, Field, field_validator, model_validator
 
+from pipelines.config import property_rules, table_properties
 from pipelines.config.frozen import FROZEN
 from pipelines.config.units import parse_window
 from pipelines.config.upsert import KAFKA_SEQUENCE, Mode, check_mode
@@ -86,6 +88,15 @@ class TargetConfig(BaseModel):
     delete_when: str | None = None
     """``mode: upsert`` only: a Spark SQL boolean over the parsed columns; a version for which
     it is true is stored as a tombstone (``_deleted = true``)."""
+    properties: Mapping[str, str] = Field(default_factory=dict)
+    """Delta table properties of the target (``delta.enableChangeDataFeed: true``): set at
+    creation, and on an existing table with ``ALTER TABLE ... SET TBLPROPERTIES`` when they
+    differ. Delta 4.0's keys only (a misspelt one is refused), with values Delta accepts; those
+    that would break the sink's guarantees are refused before the run (see *Table properties*
+    below). A key removed from here stays on the table as it is."""
+    quarantine_properties: Mapping[str, str] = Field(default_factory=dict)
+    """The same for the quarantine table (``delta.appendOnly`` is refused there: ``quarantine
+    redrive`` marks its rows)."""
 
     _window = field_validator("dedup_window", mode="before")(parse_window)
     _window_default = model_validator(mode="before")(fill_window)
@@ -99,12 +110,24 @@ class TargetConfig(BaseModel):
             return {**raw, "partition_by": []}
         return raw
 
+    @field_validator("properties", "quarantine_properties", mode="before")
+    @classmethod
+    def _properties(cls, value: Any) -> Any:
+        """Table properties are Delta 4.0's (keys in any case, values as Delta accepts them),
+        or free-form keys without the ``delta.`` prefix; Delta's and Spark's refused keys are
+        refused (the *Table properties* list)."""
+        if not isinstance(value, Mapping):
+            return value
+        return table_properties.normalize(value)
+
     @model_validator(mode="after")
     def _one_location(self) -> TargetConfig:
         """Exactly one of ``path`` and ``table``, at most one of ``quarantine_path`` and
         ``quarantine_table``; ``dedup_window`` at most 366 days, and a whole-day window needs
         ``event_date`` in ``partition_by``; ``sequence_by`` and ``delete_when`` only with
-        ``mode: upsert``, which needs ``dedup_window: 0d`` (its default)."""
+        ``mode: upsert``, which needs ``dedup_window: 0d`` (its default); no table property
+        that breaks a guarantee (``delta.appendOnly`` with upserts or on the quarantine, a log
+        or deleted-file retention under 168 hours)."""
         if bool(self.path) == bool(self.table):
             raise ValueError("set exactly one of target.path or target.table")
         if self.cluster_by and self.partition_by:
@@ -126,6 +149,13 @@ class TargetConfig(BaseModel):
                              "(without it the key is matched across all dates anyway), or a "
                              "clustered table (target.cluster_by); set dedup_window: 0d")
         check_mode(self.mode, self.sequence_by, self.delete_when, self.dedup_window)
+        found = [*property_rules.problems(self.properties, "target.properties",
+                                          upsert=self.mode == "upsert", quarantine=False),
+                 *property_rules.problems(self.quarantine_properties,
+                                          "target.quarantine_properties", upsert=False,
+                                          quarantine=True)]
+        if found:
+            raise ValueError(found[0])
         return self
 
     @property

@@ -148,7 +148,8 @@ def redrive(spark: SparkSession, config: PipelineConfig, *, reason: str | None =
         say("dry run: nothing changed")
         return None
     with single_writer(spark, config.checkpoint, config.name) as lease:
-        ensure_sink_tables(spark, config, schema)  # quarantine columns, relaxed NOT NULLs
+        for note in ensure_sink_tables(spark, config, schema):  # quarantine columns, relaxed
+            say(note)  # NOT NULLs, the config's table properties, the schema's widened types
         plan = plan_redrive(spark, config, schema, reason=reason, since=when, say=say)
         try:
             for line in plan.lines():
