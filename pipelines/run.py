@@ -86,7 +86,8 @@ def run_pipeline(spark: SparkSession, config: PipelineConfig, *, trigger: str = 
             writer_schemas(config)  # Avro: the registry answers, or the .avsc reads, first
         with clock.phase("tables"):
             faults.arm_registration_kill(spark)  # test-only: a kill inside a table's CREATE
-            ensure_sink_tables(spark, config, schema)
+            for note in ensure_sink_tables(spark, config, schema):
+                say(note)  # a property set, a nested field added, a type widened in place
         batches = RunLog()
         recorder = None
         harvest: Harvest | None = None

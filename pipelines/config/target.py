@@ -2,12 +2,21 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from datetime import timedelta
+from typing import Any
 
 from pydantic import BaseModel, Field, field_validator, model_validator
 
+from pipelines.config import property_rules, table_properties
 from pipelines.config.frozen import FROZEN
-from pipelines.config.modes import DEFAULT_DELETE_RETENTION, KAFKA_SEQUENCE, Mode, check_mode
+from pipelines.config.modes import (
+    DEFAULT_DELETE_RETENTION,
+    KAFKA_SEQUENCE,
+    VERSIONED,
+    Mode,
+    check_mode,
+)
 from pipelines.config.units import parse_duration, parse_window
 from pipelines.config.window import DATE_COLUMN, DEFAULT_DEDUP_WINDOW, fill_window
 from pipelines.storage.tables import TableRef
@@ -35,7 +44,16 @@ class TargetConfig(BaseModel):
     """The column, or list of columns, that identifies an event: one row per key. Default: the
     schema's ``key``. It must be a required, non-blank field of the schema."""
     partition_by: tuple[str, ...] = ("event_date",)
-    """The target's partition columns; ``event_date`` is the UTC date of the event time."""
+    """The target's partition columns; ``event_date`` is the UTC date of the event time. Left
+    out with ``cluster_by`` set: none."""
+    cluster_by: tuple[str, ...] = ()
+    """Liquid clustering columns (Delta's ``CLUSTER BY``), instead of ``partition_by``: what
+    Databricks recommends for new tables, streaming ones included. Chosen when the table is
+    created; an existing clustered table takes new columns in place (``ALTER TABLE ... CLUSTER
+    BY``), a partitioned one is refused. The MERGE still reads only the batch's slice, by the
+    files' statistics instead of partition folders (``event_date`` and, with an event-time
+    ``dedup_window``, the time field), and maintenance runs ``OPTIMIZE`` (which clusters)
+    instead of ``ZORDER BY``. For example ``[event_date, event_id]``."""
     commit_retries: int = Field(10, ge=0)
     """How many times a commit that conflicts with a concurrent writer is retried (the whole
     MERGE, with backoff)."""
@@ -103,11 +121,39 @@ class TargetConfig(BaseModel):
     changes_table: str | None = None
     """The changes table as a catalog table name; at most one of ``changes_path`` and
     ``changes_table``."""
+    properties: Mapping[str, str] = Field(default_factory=dict)
+    """Delta table properties of the target (``delta.enableChangeDataFeed: true``): set at
+    creation, and on an existing table with ``ALTER TABLE ... SET TBLPROPERTIES`` when they
+    differ. Delta 4.0's keys only (a misspelt one is refused), with values Delta accepts; those
+    that would break the sink's guarantees are refused before the run (see *Table properties*
+    below). A key removed from here stays on the table as it is."""
+    quarantine_properties: Mapping[str, str] = Field(default_factory=dict)
+    """The same for the quarantine table (``delta.appendOnly`` is refused there: ``quarantine
+    redrive`` marks its rows)."""
 
     _window = field_validator("dedup_window", mode="before")(parse_window)
     _retention = field_validator("delete_retention", mode="before")(
         lambda v: v if isinstance(v, timedelta) else timedelta(seconds=parse_duration(v)))
     _window_default = model_validator(mode="before")(fill_window)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _clustered_unpartitioned(cls, raw: Any) -> Any:
+        """``cluster_by`` set and ``partition_by`` left out: no partition columns (a table is
+        clustered or partitioned, never both)."""
+        if isinstance(raw, dict) and raw.get("cluster_by") and "partition_by" not in raw:
+            return {**raw, "partition_by": []}
+        return raw
+
+    @field_validator("properties", "quarantine_properties", mode="before")
+    @classmethod
+    def _properties(cls, value: Any) -> Any:
+        """Table properties are Delta 4.0's (keys in any case, values as Delta accepts them),
+        or free-form keys without the ``delta.`` prefix; Delta's and Spark's refused keys are
+        refused (the *Table properties* list)."""
+        if not isinstance(value, Mapping):
+            return value
+        return table_properties.normalize(value)
 
     @model_validator(mode="after")
     def _one_location(self) -> TargetConfig:
@@ -115,9 +161,14 @@ class TargetConfig(BaseModel):
         ``_path`` and ``_table``; ``dedup_window`` at most 366 days, and a whole-day window
         needs ``event_date`` in ``partition_by``; ``sequence_by`` and ``delete_when`` only with
         ``mode: upsert`` or ``scd2``, which need ``dedup_window: 0d`` (their default);
-        ``track_history`` only with ``scd2``."""
+        ``track_history`` only with ``scd2``; no table property that breaks a guarantee
+        (``delta.appendOnly`` with upserts, SCD2 or on the quarantine, a log or deleted-file
+        retention under 168 hours)."""
         if bool(self.path) == bool(self.table):
             raise ValueError("set exactly one of target.path or target.table")
+        if self.cluster_by and self.partition_by:
+            raise ValueError("set at most one of target.partition_by or target.cluster_by: a "
+                             "Delta table is clustered or partitioned, not both")
         for kind in ("quarantine", "deletes", "changes"):
             if getattr(self, f"{kind}_path") and getattr(self, f"{kind}_table"):
                 raise ValueError(f"set at most one of target.{kind}_path or "
@@ -133,13 +184,27 @@ class TargetConfig(BaseModel):
                 days=MAX_DEDUP_WINDOW_DAYS):
             raise ValueError("target.dedup_window must be less than or equal to "
                              f"{MAX_DEDUP_WINDOW_DAYS} days")
-        if self.date_window and DATE_COLUMN not in self.partition_by:
+        if self.date_window and DATE_COLUMN not in self.prune_by:
             raise ValueError(f"target.dedup_window needs '{DATE_COLUMN}' in target.partition_by "
-                             "(without it the key is matched across all dates anyway); "
-                             "set dedup_window: 0d")
+                             "(without it the key is matched across all dates anyway), or a "
+                             "clustered table (target.cluster_by); set dedup_window: 0d")
         check_mode(self.mode, self.sequence_by, self.delete_when, self.dedup_window,
                    self.track_history)
+        found = [*property_rules.problems(self.properties, "target.properties",
+                                          upsert=self.mode in VERSIONED, quarantine=False),
+                 *property_rules.problems(self.quarantine_properties,
+                                          "target.quarantine_properties", upsert=False,
+                                          quarantine=True)]
+        if found:
+            raise ValueError(found[0])
         return self
+
+    @property
+    def prune_by(self) -> tuple[str, ...]:
+        """The columns whose batch values bound what the MERGE reads, and which it matches on
+        with the key: the partition columns, or ``event_date`` on a clustered table (pruned by
+        file statistics instead of folders)."""
+        return self.partition_by or ((DATE_COLUMN,) if self.cluster_by else ())
 
     @property
     def date_window(self) -> int:

@@ -60,3 +60,36 @@ def parse_window(value: object) -> int | timedelta:
     if seconds < 1 or seconds % 1:
         raise ValueError("must be whole days (e.g. 1d) or whole seconds (e.g. 1h, 90m, 30s)")
     return timedelta(seconds=int(seconds))
+
+
+_INTERVAL_PART = re.compile(r"(\d+(?:\.\d+)?)\s*([a-z]+)")
+_INTERVAL_UNITS = {"microsecond": 1e-6, "millisecond": 0.001, "second": 1.0, "minute": 60.0,
+                   "hour": 3600.0, "day": 86400.0, "week": 604800.0}
+
+
+def parse_interval(value: str) -> timedelta:
+    """Parse a Delta table property interval (``interval 30 days``, ``168 hours``, ``2 weeks``).
+
+    The form Delta's own ``parseCalendarInterval`` reads for ``delta.logRetentionDuration`` and
+    the other ``...Duration`` properties: an optional ``interval``, then one or more
+    ``<number> <unit>`` pairs (microseconds up to weeks). Months and years are refused, as Delta
+    refuses them (a month has no fixed length).
+
+    Raises:
+        ValueError: not such an interval.
+    """
+    text = value.strip().lower().removeprefix("interval").strip()
+    parts = _INTERVAL_PART.findall(text)
+    if not text or _INTERVAL_PART.sub("", text).strip():
+        raise ValueError(f"{value!r} is not an interval: write it as '30 days' or '168 hours'")
+    seconds = 0.0
+    for number, unit in parts:
+        singular = unit.removesuffix("s")
+        if singular in ("month", "year"):
+            raise ValueError(f"{value!r}: Delta does not accept months or years in an interval; "
+                             "write days ('365 days')")
+        if singular not in _INTERVAL_UNITS:
+            raise ValueError(f"{value!r}: unknown unit {unit!r}; use days, hours, minutes, "
+                             "seconds or weeks")
+        seconds += float(number) * _INTERVAL_UNITS[singular]
+    return timedelta(seconds=seconds)

@@ -37,7 +37,7 @@ _KAFKA_TIME = "kafka.timestamp"
 
 
 def default_window(mode: object, time_field: str | None,
-                   partition_by: Iterable[str] | None) -> str:
+                   partition_by: Iterable[str] | None, clustered: bool = False) -> str:
     """The ``dedup_window`` a target without one gets.
 
     Args:
@@ -45,6 +45,7 @@ def default_window(mode: object, time_field: str | None,
         time_field: the schema's ``event_time`` source; None when the schema is not known yet
             (an unknown registered name, which the run reports).
         partition_by: ``target.partition_by`` as written (None: the default, ``[event_date]``).
+        clustered: ``target.cluster_by`` is set (a clustered table has dates, and no partitions).
 
     Returns:
         A window as the config would spell it (``15m``, ``1d``, ``0d``).
@@ -52,7 +53,7 @@ def default_window(mode: object, time_field: str | None,
     if mode in VERSIONED:
         return "0d"
     if time_field == _KAFKA_TIME:
-        dated = partition_by is None or DATE_COLUMN in partition_by
+        dated = clustered or partition_by is None or DATE_COLUMN in partition_by
         return f"{KAFKA_TIME_WINDOW_DAYS}d" if dated else "0d"
     return DEFAULT_DEDUP_WINDOW
 
@@ -63,4 +64,5 @@ def fill_window(raw: Any, time_field: str | None = None) -> Any:
     if not isinstance(raw, dict) or raw.get("dedup_window") is not None:
         return raw
     return {**raw, "dedup_window": default_window(raw.get("mode"), time_field,
-                                                  raw.get("partition_by"))}
+                                                  raw.get("partition_by"),
+                                                  bool(raw.get("cluster_by")))}

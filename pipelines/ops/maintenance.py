@@ -15,7 +15,9 @@ are gone. For this sink that is:
 
 So the window must cover the longest checkpoint/replay horizon: 168 hours matches both Delta's own
 safety check (``retentionDurationCheck``, never disabled here) and Kafka's default retention.
-Raise it if the topics keep data longer. OPTIMIZE only rewrites files in a new version; it may
+Raise it if the topics keep data longer. A table whose ``delta.deletedFileRetentionDuration``
+is longer (``target.properties``) is vacuumed keeping that much: Delta's check refuses a VACUUM
+that keeps less than the table's own setting. OPTIMIZE only rewrites files in a new version; it may
 conflict with a concurrent MERGE, which the sink retries (``target.commit_retries``).
 
 A change stream's replica remembers its deleted keys for ``target.delete_retention``: the
@@ -28,6 +30,7 @@ MERGE, which skips files by their time statistics, would read whole days again.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -37,13 +40,16 @@ from pyspark.sql import SparkSession
 
 from pipelines import sql
 from pipelines.config.model import PipelineConfig
+from pipelines.config.property_rules import FILE_RETENTION, RECOVERY_HOURS
+from pipelines.config.units import parse_interval
 from pipelines.errors import ConfigError, QualityError
 from pipelines.sink.modes.replica import purge_deletes
 from pipelines.storage.tables import TableRef
 from quality.model import ValidationReport
 
-#: The shortest VACUUM retention allowed (see the module docstring).
-MIN_RETAIN_HOURS = 168
+#: The shortest VACUUM retention allowed (see the module docstring): the recovery horizon that
+#: the table properties' retentions are held to as well.
+MIN_RETAIN_HOURS = RECOVERY_HOURS
 #: Delta's OPTIMIZE output file size setting (1 GiB by default).
 MAX_FILE_SIZE = "spark.databricks.delta.optimize.maxFileSize"
 #: The output file size of a target compacted in event-time order: a file then covers a short
@@ -140,13 +146,26 @@ def optimize_and_vacuum(spark: SparkSession, config: PipelineConfig,
         if not ref.exists(spark):
             actions.append(f"SKIP {ref.describe()} (does not exist)")
             continue
-        order = time_order(config) if ref == config.target.ref else None
+        order = time_order(config) if ref == config.target.ref and \
+            not config.target.cluster_by else None  # a clustered table's OPTIMIZE clusters
         with file_size(spark, SLICE_FILE_BYTES if order else None):
             spark.sql(f"OPTIMIZE {ref.sql}{f' ZORDER BY ({order})' if order else ''}").collect()
         actions.append(f"OPTIMIZE {ref.describe()}{f' ZORDER BY {order}' if order else ''}")
-        spark.sql(f"VACUUM {ref.sql} RETAIN {int(retain_hours)} HOURS").collect()
-        actions.append(f"VACUUM {ref.describe()} RETAIN {retain_hours} HOURS")
+        hours = vacuum_hours(spark, ref, retain_hours)
+        spark.sql(f"VACUUM {ref.sql} RETAIN {hours} HOURS").collect()
+        actions.append(f"VACUUM {ref.describe()} RETAIN {hours} HOURS")
     return actions
+
+
+def vacuum_hours(spark: SparkSession, ref: TableRef, retain_hours: int) -> int:
+    """``retain_hours``, or the table's longer ``delta.deletedFileRetentionDuration`` (whole
+    hours, rounded up): Delta refuses a VACUUM that keeps less than the table's setting."""
+    properties = ref.detail(spark)["properties"] or {}
+    try:
+        span = parse_interval(str(properties[FILE_RETENTION]))
+    except (KeyError, ValueError):
+        return int(retain_hours)
+    return max(int(retain_hours), math.ceil(span.total_seconds() / 3600))
 
 
 def run_maintenance(spark: SparkSession, config: PipelineConfig,

@@ -102,7 +102,7 @@ def plan_redrive(spark: SparkSession, config: PipelineConfig, schema: EventSchem
                 .groupBy(OLD_REASON, "_reason").agg(F.count(F.lit(1)).alias("n")).collect()}
     deduped = materialize(dedup_on_key(valid_events(classified, schema),
                                        config.target.dedup_keys))
-    unique, values = partition_values(deduped, config.target.partition_by)
+    unique, values = partition_values(deduped, config.target.prune_by)
     plan = RedrivePlan(version, classified, deduped, values, unique, outcomes)
     say(f"redrive plan: quarantine version {version}, {plan.selected} rows selected with schema "
         f"{schema.name}: {plan.fixed} now parse, {plan.selected - plan.fixed} still fail")
@@ -152,7 +152,8 @@ def redrive(spark: SparkSession, config: PipelineConfig, *, reason: str | None =
         say("dry run: nothing changed")
         return None
     with single_writer(spark, config.checkpoint, config.name) as lease:
-        ensure_sink_tables(spark, config, schema)  # quarantine columns, relaxed NOT NULLs
+        for note in ensure_sink_tables(spark, config, schema):  # quarantine columns, relaxed
+            say(note)  # NOT NULLs, the config's table properties, the schema's widened types
         plan = plan_redrive(spark, config, schema, reason=reason, since=when, say=say)
         try:
             for line in plan.lines():

@@ -17,6 +17,7 @@ from pydantic_core import PydanticUndefined
 from pipelines.config.cadence import Cadence
 from pipelines.config.model import PipelineConfig
 from pipelines.config.starter import starter_config
+from pipelines.config.table_properties import COLUMN_MAPPING, PROPERTIES, REFUSED_PREFIXES
 from pipelines.reference.markdown import cell, code, generated_note, table
 
 #: Validators that make a number field take a duration (``2m``) or a window (``1d``, ``1h``).
@@ -154,6 +155,29 @@ def _sections() -> list[tuple[str, type[BaseModel]]]:
     return found
 
 
+def _properties() -> list[str]:
+    """The *Table properties* section: Delta 4.0.0's keys, accepted or refused, and why."""
+    rows = []
+    for prop in sorted(PROPERTIES.values(), key=lambda p: p.refused):
+        values = " \\| ".join(map(code, prop.values)) if isinstance(prop.values, tuple) \
+            else prop.values
+        later = "refused" if prop.refused else \
+            ("none -> name only" if prop.key == COLUMN_MAPPING else "yes")
+        rows.append([code(prop.key), values, later, cell(prop.note)])
+    prefixes = "".join(f"- {code(p + '*')}: refused, {cell(why)}.\n"
+                       for p, why in REFUSED_PREFIXES.items())
+    return ["## Table properties\n",
+            "The keys `target.properties` and `target.quarantine_properties` accept: delta-spark "
+            "4.0.0's own (`DeltaConfigs`), each set at creation (`CREATE TABLE ... TBLPROPERTIES`) "
+            "and, when the config changes it, on the existing table (`ALTER TABLE ... SET "
+            "TBLPROPERTIES`, a commit of its own before the run writes). Keys are matched in any "
+            "case; a `delta.*` key Delta does not know is refused, and so is a value Delta "
+            "would refuse. Keys without the `delta.` prefix are free-form (Spark's reserved "
+            "`owner`, `location`, `comment`, ... excepted).\n",
+            table(["key", "values", "on an existing table", "for deltasink"], rows),
+            "Also refused:\n\n" + prefixes]
+
+
 def render() -> str:
     """The configuration reference page (Markdown)."""
     keys = config_keys()
@@ -174,6 +198,7 @@ def render() -> str:
         rules = _rules(model)
         if rules:
             out.append("Checked when the file is loaded:\n\n" + "".join(f"- {r}\n" for r in rules))
+    out += _properties()
     starter = starter_config(topic="orders", bootstrap_servers="127.0.0.1:9092",
                              target="./lake/orders", out=Path("orders.yml"), name="orders")
     out += ["## Example: the starter config\n",

@@ -228,6 +228,7 @@ class BatchSink:
         return merge_into_target(
             spark, self.config, deduped, values, app_id, batch_id, metadata, before_commit,
             spans, compact=self.compact, keys=prepared.keys if prepared else None,
+            key_range=prepared.key_range if prepared else None,
             observed=prepared.observed if prepared else None,
             after_side_write=lambda: faults.maybe_crash("after_side_commit", batch_id,
                                                         self.fault_spec))

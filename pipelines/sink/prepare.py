@@ -9,6 +9,8 @@ same job as observed metrics (``DataFrame.observe``), instead of a ``collect()``
 * the smallest and largest offset of the bad records (the quarantine MERGE's range filter);
 * the distinct partition values of the target rows (the target MERGE's partition literals);
 * with an event-time dedup window, the time buckets of the target rows (the MERGE's time slice);
+* the smallest and largest value of the key's first column over the target rows (the
+  MERGE's key range: files whose statistics lie outside it cannot hold a copy);
 * freshness (:mod:`pipelines.sink.freshness`) and the mode's own counts (upsert: the deletes).
 
 The observations sit after the dedup's shuffle, in the job's result stage: Spark applies a
@@ -62,6 +64,9 @@ def _good() -> Column:
     """A good record (the target's), as opposed to one for the quarantine."""
     return F.col("_reason").isNull()
 
+#: Key types whose min/max Delta keeps in each file's statistics, and sql.literal renders.
+_RANGED = (StringType, IntegerType, LongType, ShortType, ByteType, DateType)
+
 
 def _bad() -> Column:
     """A record for the quarantine (not one that is skipped: a change stream's tombstone)."""
@@ -88,6 +93,8 @@ class Prepared:
             stream's tombstones, neither landed nor quarantined).
         spans: with an event-time ``dedup_window``, the event-time ranges the target MERGE
             reads (:mod:`pipelines.sink.event_window`); None otherwise.
+        key_range: the (lowest, highest) value of the key's first column over the good
+            rows, None without any (or for a key type whose statistics Delta does not keep).
         keys: the key's columns (a change stream's: learned from its records).
         records: the records' format, which selects the target rows.
         observed: every value observed on the batch's job.
@@ -102,6 +109,7 @@ class Prepared:
     fresh: freshness.Freshness
     counts: dict[str, int] = field(default_factory=dict)
     spans: list[Span] | None = None
+    key_range: tuple[Any, Any] | None = None
     keys: tuple[str, ...] = ()
     records: Records | None = None
     observed: dict[str, Any] = field(default_factory=dict)
@@ -170,12 +178,18 @@ def _prepare(batch: DataFrame, records: Records, config: PipelineConfig,
                         F.count(F.lit(1)).over(whole).alias(_COPIES))
             .where(~_good() | (F.col(_RANK) == 1)).drop(_RANK, _GOOD, *keys))
     kept = mode.flag(kept, _good())
-    parts = list(target.partition_by)
+    parts = list(target.prune_by)
     observable = all(isinstance(kept.schema[p].dataType, _OBSERVABLE) for p in parts)
     observed = Observation()
     wanted = [*_count_metrics(parts if observable else []),
               *freshness.metrics(records.time_column, only=_good()), *mode.metrics(),
               *records.metrics()]
+    first = _key(records.keys[0]) if records.keys else None
+    ranged = first is not None and isinstance(
+        kept.select(first.alias("k")).schema["k"].dataType, _RANGED)
+    if ranged and first is not None:
+        wanted += [F.min(F.when(_good(), first)).alias("key_low"),
+                   F.max(F.when(_good(), first)).alias("key_high")]
     window = target.time_window
     if window is not None:  # the time buckets of the good rows (as JSON, like the values)
         wanted.append(F.to_json(F.collect_set(F.when(
@@ -193,8 +207,9 @@ def _prepare(batch: DataFrame, records: Records, config: PipelineConfig,
         values = _values(str(got.get("values") or "{}"), {p: kept.schema[p].dataType
                                                           for p in parts})
     else:  # a type JSON would not bring back as is (decimal, timestamp): a job of its own
-        _, values = partition_values(records.valid(materialized), target.partition_by)
+        _, values = partition_values(records.valid(materialized), target.prune_by)
     low, high = got.get("low"), got.get("high")
+    key_low, key_high = got.get("key_low"), got.get("key_high")
     return Prepared(rows=materialized, records_in=int(got.get("copies") or 0) + bad + skips,
                     quarantined=bad, unique=unique, values=values,
                     bad_offsets=None if low is None or high is None else (int(low), int(high)),
@@ -202,6 +217,8 @@ def _prepare(batch: DataFrame, records: Records, config: PipelineConfig,
                     counts={**mode.counts(got), **({"skipped": skips} if skips else {})},
                     spans=None if window is None else event_spans(
                         json.loads(str(got.get("buckets") or "[]")), window),
+                    key_range=None if key_low is None or key_high is None
+                    else (key_low, key_high),
                     keys=records.keys, records=records, observed=dict(got))
 
 

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import time
+from collections.abc import Mapping
+from functools import partial
 
 from pyspark.sql import SparkSession
 from pyspark.sql.types import (
@@ -15,9 +17,12 @@ from pyspark.sql.types import (
 )
 
 from pipelines.config.model import PipelineConfig
+from pipelines.config.table_properties import TYPE_WIDENING
 from pipelines.errors import DeltasinkError, SchemaError
 from pipelines.sink.evolve import evolve_target
 from pipelines.sink.modes.choice import mode_for
+from pipelines.sink.properties import plan_properties, set_properties, table_properties
+from pipelines.sink.widen import same_type
 from pipelines.storage.tables import TableRef
 from schemas.base import EventSchema
 
@@ -52,7 +57,7 @@ def check_compatible(spark: SparkSession, ref: TableRef, expected: StructType) -
     for f in expected.fields:
         if f.name not in actual:
             problems.append(f"missing column '{f.name}' ({f.dataType.simpleString()})")
-        elif actual[f.name] != f.dataType:
+        elif not same_type(actual[f.name], f.dataType):
             problems.append(f"column '{f.name}' is {actual[f.name].simpleString()}, "
                             f"expected {f.dataType.simpleString()}")
     if problems:
@@ -87,47 +92,72 @@ def check_dedup_key(key: str, schema: EventSchema) -> None:
                           f"FieldSpec('{key}', ..., non_empty=True) or choose another key.")
 
 
-def ensure_sink_tables(spark: SparkSession, config: PipelineConfig, schema: EventSchema) -> None:
+def ensure_sink_tables(spark: SparkSession, config: PipelineConfig,
+                       schema: EventSchema) -> list[str]:
     """Create the target and quarantine tables (and the mode's own: a replica's deletes, a
     history's changes) if missing; check them if present.
 
-    An existing target gains the schema's new nullable columns first (see
-    :mod:`pipelines.sink.evolve`). A change stream's target is created with its change and
-    Kafka columns only: the source table's are learned from its events and added by its
-    batches (:mod:`pipelines.sink.modes.change_tables`).
+    An existing table gets the config's table properties it lacks first
+    (:mod:`pipelines.sink.properties`: ``delta.enableTypeWidening`` included), then an existing
+    target is brought to the schema in place (:mod:`pipelines.sink.evolve`). A change stream's
+    target is created with its change and Kafka columns only: the source table's are learned
+    from its events and added by its batches (:mod:`pipelines.sink.modes.change_tables`); the
+    mode's own tables take the target's properties.
+
+    Returns:
+        One line per change made to an existing table (properties set, nested fields added,
+        types widened), for the run to say.
 
     Raises:
         SchemaError: the dedup key or partition columns are not in the schema, or an existing
             table's columns do not match (an incompatible schema change).
+        ConfigError: a table property cannot be set on an existing table, or the table's own
+            properties break a guarantee of the sink.
     """
+    target = config.target
     target_schema = schema.target_schema()
     columns = set(target_schema.fieldNames())
-    for key in config.target.dedup_keys:
+    for key in target.dedup_keys:
         check_dedup_key(key, schema)
-    unknown = [p for p in config.target.partition_by if p not in columns]
-    if unknown:
-        raise SchemaError(f"target.partition_by {unknown} are not columns of schema "
-                          f"{schema.name}; columns are {sorted(columns)}")
+    for key, named in (("partition_by", target.partition_by), ("cluster_by", target.cluster_by)):
+        unknown = [p for p in named if p not in columns]
+        if unknown:
+            raise SchemaError(f"target.{key} {unknown} are not columns of schema "
+                              f"{schema.name}; columns are {sorted(columns)}")
     mode = mode_for(config)
     mode.check(spark, schema)
-    add_missing_columns(spark, config.target.ref, mode.added_columns())
     companions = mode.companions(target_schema)
+    versioned = not mode.inserts_only
+    plans = [plan_properties(spark, ref, props, where, upsert=versioned,
+                             quarantine=quarantine) for ref, props, where, quarantine in (
+        (target.ref, target.properties, "target.properties", False),
+        (target.quarantine_ref, target.quarantine_properties, "target.quarantine_properties",
+         True),
+        *((ref, target.properties, "target.properties", False) for ref, _ in companions),
+    )]  # all checked before anything changes
+    notes = [set_properties(spark, plan) for plan in plans if plan is not None]
+    add_missing_columns(spark, target.ref, mode.added_columns())
     target_schema = mode.target_schema(target_schema)
-    for ref, expected, parts in (
-        (config.target.ref, target_schema, config.target.partition_by),
-        (config.target.quarantine_ref, QUARANTINE_SCHEMA, ()),
-        *((ref, columns, ()) for ref, columns in companions),
+    for ref, expected, parts, props in (
+        (target.ref, target_schema, target.partition_by, target.properties),
+        (target.quarantine_ref, QUARANTINE_SCHEMA, (), target.quarantine_properties),
+        *((ref, own, (), target.properties) for ref, own in companions),
     ):
         if expected is QUARANTINE_SCHEMA:
             add_missing_columns(spark, ref, QUARANTINE_ADDED)
         else:
-            evolve_target(spark, ref, expected, _sql_name(ref))
-        create_or_check(spark, ref, expected, tuple(parts))
-    relax_not_null(spark, config.target.ref, target_schema)
+            notes += evolve_target(spark, ref, expected, partial(_widening, spark, ref))
+        clustered = target.cluster_by if expected is target_schema else ()
+        create_or_check(spark, ref, expected, tuple(parts), props, clustered)
+    if target.cluster_by:
+        cluster(spark, target.ref, target.cluster_by)
+    relax_not_null(spark, target.ref, target_schema)
+    return notes
 
 
-def _sql_name(ref: TableRef) -> str:
-    return ref.name or "delta.`{}`".format((ref.path or "").replace("`", "``"))
+def _widening(spark: SparkSession, ref: TableRef) -> bool:
+    """Whether the table has type widening on (asked after its properties were set)."""
+    return table_properties(spark, ref).get(TYPE_WIDENING, "").lower() == "true"
 
 
 def relax_not_null(spark: SparkSession, ref: TableRef, expected: StructType) -> None:
@@ -143,7 +173,7 @@ def relax_not_null(spark: SparkSession, ref: TableRef, expected: StructType) -> 
     for f in ref.read(spark).schema.fields:
         if f.name in nullable and not f.nullable:
             try:
-                spark.sql(f"ALTER TABLE {_sql_name(ref)} ALTER COLUMN `{f.name}` DROP NOT NULL")
+                spark.sql(f"ALTER TABLE {ref.sql} ALTER COLUMN `{f.name}` DROP NOT NULL")
             except Exception:  # a concurrent start relaxed it first: fine if it is nullable now
                 now = {c.name: c.nullable for c in ref.read(spark).schema.fields}
                 if not now.get(f.name):
@@ -164,7 +194,7 @@ def add_missing_columns(spark: SparkSession, ref: TableRef,
     if not missing:
         return
     try:
-        spark.sql(f"ALTER TABLE {_sql_name(ref)} ADD COLUMNS ({', '.join(missing)})")
+        spark.sql(f"ALTER TABLE {ref.sql} ADD COLUMNS ({', '.join(missing)})")
     except Exception:
         have = set(ref.read(spark).schema.fieldNames())
         if any(name not in have for name, _ in columns):
@@ -172,12 +202,16 @@ def add_missing_columns(spark: SparkSession, ref: TableRef,
 
 
 def create_or_check(spark: SparkSession, ref: TableRef, expected: StructType,
-                    partition_by: tuple[str, ...], attempts: int = 5) -> None:
+                    partition_by: tuple[str, ...], properties: Mapping[str, str] | None = None,
+                    cluster_by: tuple[str, ...] = (),
+                    attempts: int = 5) -> None:
     """Create ``ref`` if missing, else check its schema; safe when writers race to create it.
 
-    Two pipelines starting on one new table both try to create it: one gets Delta's
-    ProtocolChangedException, or reads the table before its first commit. Either way it waits a
-    moment and looks again, and then finds the table and checks it.
+    A table created here gets ``properties``; one that a racing writer created, or a killed
+    creation left, gets those it lacks afterwards (:mod:`pipelines.sink.properties`, nothing
+    to do when they match). Two pipelines starting on one new table both try to create it: one
+    gets Delta's ProtocolChangedException, or reads the table before its first commit. Either
+    way it waits a moment and looks again, and then finds the table and checks it.
 
     Raises:
         SchemaError: the existing table does not fit ``expected``.
@@ -187,7 +221,11 @@ def create_or_check(spark: SparkSession, ref: TableRef, expected: StructType,
             if ref.exists(spark):
                 check_compatible(spark, ref, expected)
             else:
-                ref.create_if_missing(spark, expected, partition_by)
+                ref.create_if_missing(spark, expected, partition_by, properties, cluster_by)
+                plan = plan_properties(spark, ref, properties or {}, "table properties",
+                                       upsert=False, quarantine=False)
+                if plan is not None:  # a racing writer's table, or a recovered leftover
+                    set_properties(spark, plan)
             return
         except DeltasinkError:
             raise
@@ -195,3 +233,27 @@ def create_or_check(spark: SparkSession, ref: TableRef, expected: StructType,
             if attempt == attempts - 1:
                 raise
             time.sleep(0.5 * (attempt + 1))
+
+
+def cluster(spark: SparkSession, ref: TableRef, columns: tuple[str, ...]) -> None:
+    """Make an existing target clustered by ``columns`` (``target.cluster_by``).
+
+    A table created by this run already is. A clustered table with other columns takes them in
+    place (``ALTER TABLE ... CLUSTER BY``: a metadata commit of its own, outside the batch's
+    txn-guarded MERGE; it changes no row and writes no ``txn`` action, and a rerun finds the
+    columns set and does nothing). A partitioned table cannot become a clustered one in place.
+
+    Raises:
+        SchemaError: the target is partitioned.
+    """
+    detail = ref.detail(spark)
+    partitions = list(detail["partitionColumns"] or [])
+    if partitions:
+        raise SchemaError(
+            f"target {ref.describe()} is partitioned by {partitions}, and target.cluster_by "
+            "applies when a table is created: leave cluster_by out for this table, or point "
+            "the target at a new location and copy the rows")
+    have = list(detail["clusteringColumns"] or [])
+    if have != list(columns):
+        spark.sql(f"ALTER TABLE {ref.sql} CLUSTER BY "
+                  f"({', '.join(f'`{c}`' for c in columns)})").collect()

@@ -25,6 +25,7 @@ def merge_into_target(spark: SparkSession, config: PipelineConfig, deduped: Data
                       metadata: str, before_commit: Callable[[], None],
                       spans: Sequence[Span] | None = None, *,
                       compact: bool = False, keys: tuple[str, ...] | None = None,
+                      key_range: tuple[Any, Any] | None = None,
                       observed: Mapping[str, Any] | None = None,
                       after_side_write: Callable[[], None] = lambda: None) -> MergeOutcome:
     """The target's MERGE of a batch's survivors, as one txn-guarded commit.
@@ -50,6 +51,8 @@ def merge_into_target(spark: SparkSession, config: PipelineConfig, deduped: Data
             reads every date the window can reach.
         compact: run Delta's auto-compaction after the commit (:func:`merge_settings`).
         keys: the key's columns (default ``target.dedup_key``; a change stream's are learned).
+        key_range: the lowest and highest value of the key's first column in ``deduped``
+            (``Prepared.key_range``); None reads every key.
         observed: what the batch's job observed (the mode's own counts).
         after_side_write: called after each side write (a fault point).
 
@@ -58,7 +61,8 @@ def merge_into_target(spark: SparkSession, config: PipelineConfig, deduped: Data
     """
     target = config.target
     mode = mode_for(config)
-    batch = BatchRows(deduped, values, spans, keys or target.dedup_keys, observed or {})
+    batch = BatchRows(deduped, values, spans, keys or target.dedup_keys, observed or {},
+                      key_range)
     mode.before_merge(spark, batch)
     for side in mode.side_writes(batch):
         def side_attempt(side: SideWrite = side) -> MergeOutcome:

@@ -27,6 +27,12 @@ lies anywhere in the location, the table is created by an empty append (``saveAs
 Delta accepts over such a folder and which registers a managed table (its columns nullable).
 Anything else (files that are not a Delta table, a Delta table with data or more commits) may be
 someone else's, and is never adopted: one line names the location and what to do.
+
+Table properties: a registered leftover has those of its killed ``CREATE`` in its first commit,
+so the registration names none (Delta would require them to equal the log's exactly, and it adds
+some of its own, such as row tracking's column names); a table made by the empty append has
+none. Either way the caller then sets any the config wants and the table lacks, as for any
+existing table (:mod:`pipelines.sink.properties`).
 """
 
 from __future__ import annotations

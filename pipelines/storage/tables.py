@@ -7,13 +7,14 @@ over Spark Connect (``DeltaTable`` would need Delta's Connect plugin on the serv
 from __future__ import annotations
 
 import uuid
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql.types import StructType
 
-from pipelines.sql import ident
+from pipelines.sql import ident, literal
 from pipelines.storage import catalog
 from pipelines.storage.store import Store
 
@@ -79,23 +80,29 @@ class TableRef:
         return reader.table(self.name) if self.name else reader.load(self.path)
 
     def create_if_missing(
-        self, spark: SparkSession, schema: StructType, partition_by: tuple[str, ...] = ()
+        self, spark: SparkSession, schema: StructType, partition_by: tuple[str, ...] = (),
+        properties: Mapping[str, str] | None = None, cluster_by: tuple[str, ...] = (),
     ) -> None:
-        """Create the table empty with ``schema`` unless it exists (safe to race).
+        """Create the table empty with ``schema`` unless it exists (safe to race), partitioned
+        by ``partition_by`` or clustered by ``cluster_by`` (liquid clustering).
 
-        A catalog table whose creation a kill cut short is created over what Delta left, if that
-        holds nothing but the killed creation (:func:`pipelines.storage.catalog.recover_creation`);
-        anything else there is refused in one line.
+        ``properties`` are its Delta table properties (``TBLPROPERTIES``). A catalog table whose
+        creation a kill cut short is created over what Delta left, if that holds nothing but the
+        killed creation (:func:`pipelines.storage.catalog.recover_creation`); anything else there
+        is refused in one line.
         """
-        parts = f" PARTITIONED BY ({', '.join(map(ident, partition_by))})" if partition_by else ""
+        parts = (f" PARTITIONED BY ({', '.join(map(ident, partition_by))})" if partition_by
+                 else f" CLUSTER BY ({', '.join(map(ident, cluster_by))})" if cluster_by else "")
+        props = ", ".join(f"{literal(k)} = {literal(v)}" for k, v in (properties or {}).items())
         try:
             spark.sql(f"CREATE TABLE IF NOT EXISTS {self.sql} ({column_ddl(schema)}) "
-                      f"USING delta{parts}").collect()
+                      f"USING delta{parts}{f' TBLPROPERTIES ({props})' if props else ''}"
+                      ).collect()
         except Exception as exc:
             leftover = catalog.leftover_location(exc) if self.name else None
             if leftover and self.name and not self.exists(spark):
                 catalog.recover_creation(spark, self.name, schema, column_ddl(schema), parts,
-                                         leftover)
+                                         leftover)  # its properties: see that module
             elif not self.exists(spark):  # a racing writer created it first: fine
                 raise
 

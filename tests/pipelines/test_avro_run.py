@@ -18,6 +18,7 @@ from pyspark.sql import SparkSession
 
 from pipelines.cli import main
 from pipelines.config.loader import load_config
+from pipelines.config.model import PipelineConfig
 from pipelines.kafka.broker import EmbeddedBroker
 from pipelines.kafka.topics import ensure_topic
 from pipelines.ops.redrive import redrive
@@ -108,3 +109,47 @@ def test_a_wrong_registry_password_is_one_line_before_any_table_is_created(
     assert "HTTP 401, the registry refused the credentials" in lines[0]
     assert wrong not in out + err
     assert not (lake / "orders").exists() and not (lake / "orders_quarantine").exists()
+
+
+def test_a_writer_schema_that_widens_a_field_lands_once_the_declared_field_widens(
+        spark: SparkSession, broker: EmbeddedBroker, lake: Path) -> None:
+    """A producer's new writer schema widens ``clicks`` from int to long; the pipeline's
+    declared field widens with it, and with ``delta.enableTypeWidening`` the next run widens
+    the column in place: records of both writer versions land, the old rows intact."""
+    topic = f"clicks-{uuid.uuid4().hex[:8]}"
+    ensure_topic(broker.bootstrap_servers, topic, partitions=1)
+    narrow, wide = (V1.replace('"fields": [', f'"fields": [{{"name": "clicks", "type": "{t}"}}, ')
+                    for t in ("int", "long"))
+    declared = {**DECLARED, "fields": {**DECLARED["fields"], "clicks": {"type": "int"}}}
+    with running_registry() as registry:
+        client = SchemaRegistryClient({"url": registry.url})
+        context = SerializationContext(topic, MessageField.VALUE)
+        producer = Producer({"bootstrap.servers": broker.bootstrap_servers})
+
+        def send(schema: str, records: list[dict[str, object]]) -> None:
+            serialize = AvroSerializer(client, schema, conf={"auto.register.schemas": True})
+            for record in records:
+                producer.produce(topic, value=serialize(record, context))
+            assert producer.flush(30) == 0
+
+        def config(fields: dict[str, object]) -> PipelineConfig:
+            path = write_config(lake, broker.bootstrap_servers, topic,
+                                schema={**declared, "fields": fields},
+                                source={"format": "avro", "avro": {"registry_url": registry.url}},
+                                target={"properties": {"delta.enableTypeWidening": True}})
+            return load_config(path, environ={})
+
+        send(narrow, [{**click(i), "clicks": i} for i in range(20)])
+        first = config(declared["fields"])
+        assert run_pipeline(spark, first, validate=False,
+                            progress=lambda _l: None).inserted == 20
+        send(wide, [{**click(i), "clicks": 2**40 + i} for i in range(20, 40)])
+        said: list[str] = []
+        second = config({**declared["fields"], "clicks": {"type": "long"}})
+        result = run_pipeline(spark, second, validate=False, progress=said.append)
+
+    assert result.inserted == 20
+    assert any(line.endswith("widened in place (delta.enableTypeWidening): clicks int -> bigint")
+               for line in said), said
+    rows = {r["event_id"]: r["clicks"] for r in second.target.ref.read(spark).collect()}
+    assert rows == {f"c-{i}": i if i < 20 else 2**40 + i for i in range(40)}

@@ -19,6 +19,7 @@ from typing import Any, ClassVar
 from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql.types import StructType
 
+from pipelines import sql
 from pipelines.config.model import DATE_COLUMN, PipelineConfig
 from pipelines.sink.event_window import Span
 from pipelines.sink.merge import MergeOutcome
@@ -36,6 +37,8 @@ class BatchRows:
         spans: with an event-time window, the time ranges the MERGE reads (else None).
         keys: the key's columns (a change stream's: learned from its records).
         observed: what the batch's job observed (the mode's own :meth:`WriteMode.metrics`).
+        key_range: the lowest and highest value of the key's first column in ``rows``, or
+            None (every key read).
     """
 
     rows: DataFrame
@@ -43,6 +46,17 @@ class BatchRows:
     spans: Sequence[Span] | None
     keys: tuple[str, ...]
     observed: Mapping[str, Any] = field(default_factory=dict)
+    key_range: tuple[Any, Any] | None = None
+
+    def keyed(self) -> str | None:
+        """``t.<key> BETWEEN low AND high`` over the key's first column, or None.
+
+        A target row outside the batch's own key range cannot equal a batch row's key, so the
+        bound drops no match, and Delta skips every file whose statistics lie outside it.
+        """
+        if self.key_range is None or not self.keys:
+            return None
+        return sql.between("t", self.keys[0], *self.key_range)
 
 
 @dataclass(frozen=True)

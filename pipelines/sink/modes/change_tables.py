@@ -4,8 +4,10 @@ the message key's.
 A change stream's columns are learned from its events, batch by batch
 (``pipelines/formats/debezium/shapes.py``), so before a batch's commits its target (and the
 mode's own table beside it) gains the columns the batch brings: ``ALTER TABLE ... ADD COLUMNS``,
-nullable, through :func:`pipelines.sink.evolve.evolve_target`, which also refuses a type change
-it cannot make in one line. The key the target was first written with is recorded in a table
+nullable, through :func:`pipelines.sink.evolve.evolve_target`, which widens a column whose type
+widened in the database (``ALTER COLUMN ... TYPE``) where the table has
+``delta.enableTypeWidening`` (``target.properties``), and otherwise refuses it in one line that
+names the property. The key the target was first written with is recorded in a table
 property, :data:`KEY_PROPERTY`; a stream whose key changes (another primary key) is refused.
 
 Each of these is a commit of its own, outside the batch's txn, and that is safe for the reason
@@ -22,8 +24,10 @@ from pyspark.sql.types import ArrayType, DataType, MapType, StructType, Timestam
 
 from pipelines import sql
 from pipelines.config.model import PipelineConfig
+from pipelines.config.table_properties import TYPE_WIDENING
 from pipelines.errors import SchemaError
 from pipelines.sink.evolve import evolve_target
+from pipelines.sink.properties import table_properties
 from pipelines.storage.tables import TableRef
 
 #: The table property that names a change stream target's key columns (comma-separated).
@@ -62,7 +66,8 @@ def fit_columns(spark: SparkSession, ref: TableRef, wanted: StructType) -> None:
     expected = StructType([
         *(f if f.name not in want else type(f)(f.name, want[f.name].dataType, f.nullable)
           for f in actual.fields), *new])
-    evolve_target(spark, ref, expected, ref.sql)
+    evolve_target(spark, ref, expected, lambda: table_properties(spark, ref).get(
+        TYPE_WIDENING, "").lower() == "true")
 
 
 def recorded_key(spark: SparkSession, ref: TableRef) -> tuple[str, ...] | None:

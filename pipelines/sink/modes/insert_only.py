@@ -36,16 +36,20 @@ class InsertOnly(WriteMode):
 
     def merge(self, batch: BatchRows) -> Callable[[], MergeOutcome]:
         """The insert-only MERGE: on the partition columns and the key (the date or the event
-        time within the window), reading only the batch's partitions and time slice."""
+        time within the window), reading only the batch's partitions, time slice and key range
+        (:meth:`BatchRows.keyed`: keys that grow with time, sequential ids, skip every file
+        earlier batches wrote; random UUIDs span the whole range and skip none)."""
         config, target = self.config, self.target
         rows, values, spans = batch.rows, batch.values, batch.spans
         window = target.dedup_window  # a day window > 0 only when event_date is a partition
-        on = tuple(c for c in (*target.partition_by, *target.dedup_keys)
+        on = tuple(c for c in (*target.prune_by, *target.dedup_keys)
                    if not (window and c == DATE_COLUMN))
         prune = literal_filter("t", {k: read_values(config, k, vs, spans)
                                      for k, vs in values.items()})
-        if target.partition_by and not any(values.values()):
+        if target.prune_by and not any(values.values()):
             prune = "false"  # nothing to insert: read no partitions, still commit offsets
+        if prune != "false":
+            prune = sql.all_of([prune, batch.keyed()])
         time_window = target.time_window
         if time_window is None:
             near = within_days(DATE_COLUMN, target.date_window) if window else None
@@ -59,5 +63,5 @@ class InsertOnly(WriteMode):
     def expectations(self, schema: EventSchema) -> Expectations:
         """The key is unique, also within each date partition when ``event_date`` is one."""
         return Expectations(unique=key_uniqueness(self.target.dedup_keys,
-                                                  self.target.partition_by))
+                                                  self.target.prune_by))
 

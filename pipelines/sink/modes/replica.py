@@ -128,7 +128,7 @@ class Replica(WriteMode):
     def expectations(self, schema: EventSchema) -> Expectations:
         """One row per key."""
         return Expectations(unique=key_uniqueness(self.target.dedup_keys,
-                                                  self.target.partition_by))
+                                                  self.target.prune_by))
 
 
 def deletes_merge(ref: TableRef, rows: DataFrame, keys: tuple[str, ...]) -> MergeOutcome:

@@ -194,7 +194,7 @@ class Upsert(WriteMode):
         rows, values = batch.rows, batch.values
         if DELETED not in rows.columns:
             rows = latest_versions(rows, target)
-        empty = "false" if target.partition_by and not any(values.values()) else None
+        empty = "false" if target.prune_by and not any(values.values()) else batch.keyed()
         sequence = sequence_columns(target.sequence_by)
         return lambda: upsert_merge(target.ref, rows, target.dedup_keys, sequence, empty)
 
@@ -203,5 +203,5 @@ class Upsert(WriteMode):
         never null, nor is the sequence column."""
         target = self.target
         return Expectations(
-            unique=key_uniqueness(target.dedup_keys, target.partition_by), exists=(DELETED,),
+            unique=key_uniqueness(target.dedup_keys, target.prune_by), exists=(DELETED,),
             not_null=tuple(c for c in (target.sequence_by, DELETED) if c != KAFKA_SEQUENCE))

@@ -11,6 +11,7 @@ from pyspark.sql import SparkSession
 
 from pipelines.ops.maintenance import optimize_and_vacuum
 from pipelines.sink.metrics import BatchMetrics
+from pipelines.sink.tables import ensure_sink_tables
 from tests.support.configs import make_config
 from tests.support.merge_batches import kafka_batch, sink_for
 
@@ -37,3 +38,18 @@ def test_optimize_orders_the_target_by_event_time_only_for_an_event_time_window(
     assert json.loads(params["operationParameters"]["zOrderBy"]) == order
     # The setting is the statement's own: the session's OPTIMIZE file size is left as it was.
     assert spark.conf.get("spark.databricks.delta.optimize.maxFileSize", None) is None
+
+
+def test_vacuum_keeps_a_tables_longer_deleted_file_retention(spark: SparkSession,
+                                                              lake: Path) -> None:
+    """Delta refuses a VACUUM that keeps less than the table's own
+    ``delta.deletedFileRetentionDuration``: a target that keeps 200 hours is vacuumed keeping
+    200, the quarantine (Delta's default week) keeping the 168-hour minimum."""
+    cfg = make_config(lake, "127.0.0.1:1", "orders", target={
+        "properties": {"delta.deletedFileRetentionDuration": "interval 200 hours"}})
+    ensure_sink_tables(spark, cfg, cfg.event_schema())
+
+    actions = optimize_and_vacuum(spark, cfg)
+
+    assert f"VACUUM {cfg.target.ref.describe()} RETAIN 200 HOURS" in actions
+    assert f"VACUUM {cfg.target.quarantine_ref.describe()} RETAIN 168 HOURS" in actions

@@ -16,7 +16,7 @@ import pytest
 from pyspark.sql import SparkSession
 
 from pipelines.errors import ConfigError
-from pipelines.sink.tables import QUARANTINE_SCHEMA
+from pipelines.sink.tables import QUARANTINE_SCHEMA, create_or_check
 from pipelines.storage.tables import TableRef
 from quality.results import METRICS_PARTITION, METRICS_SCHEMA, prepare_table
 
@@ -83,3 +83,29 @@ def test_a_location_with_someone_elses_files_is_refused_in_one_line(
             spark, spark.createDataFrame([(1,)], "a BIGINT NOT NULL").schema)
     assert said in str(err.value) and "\n" not in str(err.value)
     assert not spark.catalog.tableExists(name)
+
+
+@pytest.mark.parametrize("leftover_kind", ["first-commit", "empty-log"])
+def test_a_killed_creation_of_a_table_with_properties_ends_with_them(
+        spark: SparkSession, leftover_kind: str) -> None:
+    """The leftover of a CREATE with properties is registered as it lies (its first commit
+    holds them: no commit of their own); a table created over an empty log gets them right
+    after, in a commit of their own."""
+    properties = {"delta.enableChangeDataFeed": "true", "team": "bronze"}
+    if leftover_kind == "first-commit":
+        made, name = f"default.made_{uuid.uuid4().hex[:8]}", f"default.cat_{uuid.uuid4().hex[:8]}"
+        TableRef(name=made).create_if_missing(spark, QUARANTINE_SCHEMA, (), properties)
+        shutil.copytree(default_location(spark, made.split(".")[1]),
+                        default_location(spark, name.split(".")[1]))
+    else:
+        name = f"default.cat_{uuid.uuid4().hex[:8]}"
+        where = default_location(spark, name.split(".")[1])
+        (where / "_delta_log" / "_staged_commits").mkdir(parents=True)
+
+    create_or_check(spark, TableRef(name=name), QUARANTINE_SCHEMA, (), properties)
+
+    have = spark.sql(f"DESCRIBE DETAIL {name}").first()["properties"]  # type: ignore[index]
+    assert {k: have.get(k) for k in properties} == properties
+    history = [r[0] for r in spark.sql(f"DESCRIBE HISTORY {name}").select("operation").collect()]
+    assert history == (["CREATE TABLE"] if leftover_kind == "first-commit" else
+                       ["SET TBLPROPERTIES", "CREATE TABLE AS SELECT"])
