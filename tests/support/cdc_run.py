@@ -54,10 +54,13 @@ Row = tuple[str, ...]
 
 def database_rows(db: Database) -> list[Row]:
     """The table as text, sorted: numeric as Postgres prints it, timestamps in UTC."""
+    noted = db.value("SELECT count(*) FROM information_schema.columns WHERE "
+                     "table_name = 'items' AND column_name = 'note'") == "1"
+    note = "coalesce(note, '<null>')" if noted else "'<null>'"
     return sorted(tuple(r) for r in db.sql(
         "SELECT id::text, coalesce(name, '<null>'), coalesce(price::text, '<null>'), "
         "coalesce(to_char(seen AT TIME ZONE 'UTC', 'YYYY-MM-DD HH24:MI:SS.US'), '<null>'), "
-        "coalesce(note, '<null>') FROM items"))
+        f"{note} FROM items"))
 
 
 def _text(value: Any) -> str:
@@ -72,9 +75,11 @@ def _text(value: Any) -> str:
 
 def replica_rows(spark: SparkSession, config: PipelineConfig) -> list[Row]:
     """The replica as :func:`database_rows` reads the table (timestamps in UTC)."""
-    rows = config.target.ref.read(spark).select(
+    table = config.target.ref.read(spark)
+    note = F.col("note") if "note" in table.columns else F.lit(None).cast("string")
+    rows = table.select(
         *COLUMNS[:3], F.date_format(F.col("seen"), "yyyy-MM-dd HH:mm:ss.SSSSSS").alias("seen"),
-        "note").collect()
+        note.alias("note")).collect()
     return sorted(tuple(_text(r[c]) for c in COLUMNS) for r in rows)
 
 
@@ -133,8 +138,10 @@ def topic_versions(found: Iterable[Event]) -> list[Version]:
 
 def history_versions(spark: SparkSession, config: PipelineConfig) -> list[Version]:
     """An SCD2 target's versions, as :func:`topic_versions` gives them."""
-    rows = config.target.ref.read(spark).select(
-        "id", "name", "note", F.col("__START_AT").cast("long").alias("s"),
+    table = config.target.ref.read(spark)
+    note = F.col("note") if "note" in table.columns else F.lit(None).cast("string")
+    rows = table.select(
+        "id", "name", note.alias("note"), F.col("__START_AT").cast("long").alias("s"),
         F.col("__END_AT").cast("long").alias("e")).collect()
     return sorted(((int(r["id"]), r["name"], r["note"], int(r["s"]),
                     None if r["e"] is None else int(r["e"])) for r in rows),

@@ -168,7 +168,9 @@ def classify_changes(raw: DataFrame, plan: Plan, max_record_bytes: int,
                          else _column(f.name, f.dataType, row, plan)) for f in plan.columns}
     # Each column decoded once per row: its checks and its value read the one struct.
     slots = {name: f"_c{i}" for i, name in enumerate(decoders)}
-    rows = rows.withColumns({slot: once_per_row(decoders[name]) for name, slot in slots.items()})
+    if slots:  # (an empty withColumns fails under Spark Connect)
+        rows = rows.withColumns({slot: once_per_row(decoders[name])
+                                 for name, slot in slots.items()})
     columns = {name: Decoding.of(F.col(slot)) for name, slot in slots.items()}
     rows = rows.withColumn("_where", once_per_row(
         position(source, F.col("partition"), F.col("offset"))))

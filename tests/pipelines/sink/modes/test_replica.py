@@ -15,6 +15,7 @@ from tests.support.change_sinks import change_sink, new_sink, replica_state
 from tests.support.debezium_corpus import corpus, kafka_rows
 
 
+@pytest.mark.extended
 def test_the_corpus_lands_as_the_table_it_came_from_then_its_truncate_empties_it(
         spark: SparkSession, lake: Path) -> None:
     seen: list[BatchMetrics] = []

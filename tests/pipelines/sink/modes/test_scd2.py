@@ -18,6 +18,7 @@ from tests.support.configs import make_config
 from tests.support.debezium_corpus import corpus, kafka_rows
 
 
+@pytest.mark.extended
 def test_the_corpus_becomes_the_tables_history_version_for_version(
         spark: SparkSession, lake: Path) -> None:
     seen: list[BatchMetrics] = []
