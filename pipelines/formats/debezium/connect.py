@@ -53,6 +53,8 @@ from pyspark.sql.types import (
     TimestampType,
 )
 
+from pipelines.errors import SchemaError
+
 DECIMAL = "org.apache.kafka.connect.data.Decimal"
 VARIABLE_DECIMAL = "io.debezium.data.VariableScaleDecimal"
 #: A pinned ``decimal(p,s)`` of a schema-less record: Decimal bytes or a VariableScaleDecimal.
@@ -77,7 +79,7 @@ _PRIMITIVES: dict[str, DataType] = {
 }
 
 
-class ConnectSchemaError(ValueError):
+class ConnectSchemaError(SchemaError):
     """A Connect schema this module cannot read (its message names the field)."""
 
 

@@ -34,12 +34,13 @@ from pyspark.sql.types import (
     StructType,
 )
 
+from pipelines.errors import SchemaError
 from pipelines.formats.debezium.connect import ConnectField, ConnectSchemaError, spark_type
 
 _INTEGRAL = (ByteType, ShortType, IntegerType, LongType)
 
 
-class ShapeError(ValueError):
+class ShapeError(SchemaError):
     """The topic's records disagree with each other or with the table (one line)."""
 
 

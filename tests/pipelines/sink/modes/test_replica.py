@@ -8,11 +8,13 @@ from pathlib import Path
 import pytest
 from pyspark.sql import SparkSession
 
+from pipelines.errors import SchemaError
 from pipelines.sink.metrics import BatchMetrics
 from quality.validate import validate_table
 from tests.support.change_events import Change, batches, history, records, replica
 from tests.support.change_sinks import change_sink, new_sink, replica_state
 from tests.support.debezium_corpus import corpus, kafka_rows
+from tests.support.topic_records import TopicRecord
 
 
 @pytest.mark.extended
@@ -96,3 +98,29 @@ def test_any_batching_of_a_tables_life_with_replays_converges_to_the_table(
     for batch_id, chunk in enumerate(batches(resent, 25)):
         sink(kafka_rows(spark, chunk, batch_id * 25), batch_id)
     assert replica_state(spark, cfg) == replica(life)
+
+
+def widened(changes: list[Change]) -> list[TopicRecord]:
+    """The changes' records after ``ALTER TABLE items ALTER COLUMN qty TYPE bigint``."""
+    narrow = '{"type":"int32","optional":true,"field":"qty"}'
+    wide = '{"type":"int64","optional":true,"field":"qty"}'
+    return [TopicRecord(r.key, None if r.value is None else r.value.replace(narrow, wide),
+                        r.topic, r.partition, r.offset) for r in records(changes)]
+
+
+def test_a_column_widened_in_the_database_is_widened_in_place_or_stops_the_run_in_one_line(
+        spark: SparkSession, lake: Path) -> None:
+    (lake / "strict").mkdir()
+    cfg, sink = change_sink(spark, lake / "strict", "upsert", [])
+    sink(kafka_rows(spark, records([Change("r", 1, 10, "a", 1)])), 0)
+    late = widened([Change("u", 1, 20, "a", 2**40)])
+    with pytest.raises(SchemaError, match=r"delta\.enableTypeWidening: true") as refused:
+        sink(kafka_rows(spark, late, 10), 1)
+    assert "\n" not in str(refused.value) and "'qty'" in str(refused.value)
+    (lake / "widening").mkdir()
+    cfg, sink = change_sink(spark, lake / "widening", "upsert", [],
+                            target={"properties": {"delta.enableTypeWidening": "true"}})
+    sink(kafka_rows(spark, records([Change("r", 1, 10, "a", 1)])), 0)
+    sink(kafka_rows(spark, late, 10), 1)
+    assert replica_state(spark, cfg) == {1: ("a", 2**40)}
+    assert cfg.target.ref.read(spark).schema["qty"].dataType.simpleString() == "bigint"
