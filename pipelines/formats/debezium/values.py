@@ -7,16 +7,13 @@ placeholder for a value it did not send (a TOAST-ed Postgres column an update le
 ``__debezium_unavailable_value``): such a column keeps its value from before, not the
 placeholder (the write modes see to it).
 
-Decimals are exact: the two's-complement bytes become a ``decimal(38,0)`` by a fold over their
-bytes (``aggregate``), then the decimal text with its scale, then the column's decimal type; a
-value that does not fit exactly (more digits, or a scale it would be rounded to) is
-``out_of_range``, never rounded. No Python UDF anywhere.
+Decimals are exact (:mod:`pipelines.formats.debezium.decimals`): a value that does not fit
+exactly is ``out_of_range``, never rounded. No Python UDF anywhere.
 """
 
 from __future__ import annotations
 
 import base64
-from collections.abc import Callable
 from dataclasses import dataclass
 
 from pyspark.sql import Column
@@ -33,6 +30,8 @@ from pyspark.sql.types import (
 
 from pipelines.formats.debezium import connect
 from pipelines.formats.debezium.connect import ConnectField, spark_type
+from pipelines.formats.debezium.decimals import decimal_text, exact_decimal, unscaled
+from pipelines.formats.decoded import let
 
 #: Debezium's ``unavailable.value.placeholder`` (its default).
 UNAVAILABLE = "__debezium_unavailable_value"
@@ -40,7 +39,6 @@ _UNAVAILABLE_BYTES = base64.b64encode(UNAVAILABLE.encode()).decode()
 _SQL = {"int8": "tinyint", "int16": "smallint", "int32": "int", "int64": "bigint",
         "boolean": "boolean", "string": "string"}
 _DAY_MICROS = 86_400_000_000
-_WIDE = "decimal(38,0)"
 
 
 @dataclass(frozen=True)
@@ -62,16 +60,6 @@ class Decoding:
         return cls(decoded["v"], decoded["b"], decoded["o"], decoded["u"])
 
 
-def let(value: Column, body: Callable[[Column], Column]) -> Column:
-    """``body(value)``, with ``value`` computed once however often ``body`` reads it.
-
-    Spark copies an expression into each place that uses it, and evaluates every copy: a
-    decimal's byte fold, read by its value and by three checks, ran four times and made plans
-    of 70,000 characters a column. A lambda's variable is evaluated once.
-    """
-    return F.transform(F.array(value), body).getItem(0)
-
-
 def absent(value: Column) -> Column:
     """A missing key or a JSON null."""
     return value.isNull() | F.is_variant_null(value)
@@ -79,53 +67,6 @@ def absent(value: Column) -> Column:
 
 def _get(value: Column, sql: str) -> Column:
     return F.try_variant_get(value, "$", sql)
-
-
-def unscaled(data: Column) -> Column:
-    """The signed big-endian two's-complement integer of ``data`` as ``decimal(38,0)``; null
-    when it has no bytes or more than 38 digits."""
-    def fold(text: Column) -> Column:
-        negative = F.conv(F.substring(text, 1, 1), 16, 10).cast("int") >= F.lit(8)
-        flipped = F.translate(text, "0123456789ABCDEF", "FEDCBA9876543210")
-
-        def signed(digits: Column) -> Column:  # a negative number is -(NOT x + 1)
-            magnitude = F.aggregate(
-                F.sequence(F.lit(1), (F.length(digits) / 2).cast("int")), F.lit(0).cast(_WIDE),
-                lambda acc, i: F.try_add(F.try_multiply(acc, F.lit(256).cast(_WIDE)),
-                                         F.conv(F.substring(digits, i * 2 - 1, F.lit(2)), 16, 10)
-                                         .cast(_WIDE)).cast(_WIDE))
-            return F.when(negative, -F.try_add(magnitude, F.lit(1).cast(_WIDE))) \
-                .otherwise(magnitude)
-
-        return F.when(F.length(text) > 0, let(F.when(negative, flipped).otherwise(text), signed))
-
-    return let(F.hex(data), fold)
-
-
-def decimal_text(number: Column, scale: Column) -> Column:
-    """The exact decimal text of unscaled ``number`` at ``scale`` (``-0.01`` for -1 at 2)."""
-    def text(n: Column) -> Column:
-        def place(padded: Column) -> Column:
-            whole = F.substring(padded, F.lit(1), F.length(padded) - scale)
-            fraction = F.substring(padded, F.length(padded) - scale + 1, scale)
-            sign = F.when(n < 0, F.lit("-")).otherwise(F.lit(""))
-            return F.concat(sign, whole, F.when(scale > 0, F.concat(F.lit("."), fraction))
-                            .otherwise(F.lit("")))
-
-        digits = F.abs(n).cast("string")
-        return let(F.lpad(digits, F.greatest(F.length(digits), scale + F.lit(1)), "0"), place)
-
-    return let(number, text)
-
-
-def exact_decimal(text: Column, into: DecimalType) -> tuple[Column, Column]:
-    """``text`` as ``into``, and whether it did not fit exactly (too many digits, or digits
-    past ``into``'s scale that are not zeros). ``text`` is read three times: bind it first."""
-    value = text.try_cast(into)
-    fraction = F.regexp_extract(text, r"\.([0-9]+)$", 1)
-    rounded = F.length(fraction) > F.lit(into.scale)
-    lost = rounded & ~F.substring(fraction, into.scale + 1, 1000).rlike("^0*$")
-    return value, text.isNotNull() & (value.isNull() | lost)
 
 
 def _micros(units: Column, per_second: int) -> Column:
