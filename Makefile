@@ -64,6 +64,7 @@ bench: install
 	$(PY) -m bench.ledger
 	$(PY) -m bench.s3_requests
 	$(PY) -m bench.latency
+	$(PY) -m bench.cdc
 	$(PY) -m bench.merge_shapes
 
 # A continuous run (1 s interval) fed for 30 minutes, sampled for growth (issue 46).
