@@ -65,6 +65,7 @@ bench: install
 	$(PY) -m bench.s3_requests
 	$(PY) -m bench.latency
 	$(PY) -m bench.merge_shapes
+	$(PY) -m bench.goals
 
 # A continuous run (1 s interval) fed for 30 minutes, sampled for growth (issue 46).
 soak: install

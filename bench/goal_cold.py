@@ -13,8 +13,9 @@ A cell with ``floor`` (cell 8) has the raw confluent-kafka consume of the whole 
 (``bench.configs.floor``) as its other side instead of the plain script: its figure is
 deltasink's events per second, the process's whole wall time, over the consume's. With a Spark
 Connect server's ``remote``, a third process per pass runs ``deltasink run`` through it
-(:func:`bench.connect.run_once`), against the same other side. The second pass runs the
-processes in reverse order.
+(:func:`bench.connect.run_once`), against the same other side; on new tables an untimed run on a
+small topic warms the server up first, as the first runs do on existing tables. The second pass
+runs the processes in reverse order.
 """
 
 from __future__ import annotations
@@ -81,6 +82,9 @@ def run_cold(cell: ColdCell, bootstrap: str, work: Path, *, batch: int, prime: i
         for kind in kinds:  # creates the tables and the checkpoint; untimed
             _run(kind, work / kind, bootstrap, topic, batch, remote)
         say(f"cell {cell.row}: first runs done on {prime:,} events")
+    elif remote:  # the server's first runs are slow (its JIT): not a cold client's cost
+        produce_events(bootstrap, f"{topic}_warm", prime, seed=PRIME_SEED, partitions=4)
+        _run("connect", work / "connect-warm-up", bootstrap, f"{topic}_warm", batch, remote)
     for n in range(passes):
         if existing or n == 0:
             produced.append(cell.produce(bootstrap, topic, seed=7 + n))
@@ -102,7 +106,8 @@ def run_cold(cell: ColdCell, bootstrap: str, work: Path, *, batch: int, prime: i
 def _entry(cell: ColdCell, kind: str, runs: dict[str, list[dict[str, float]]],
            floors: list[dict[str, float]], raw: dict[str, Any]) -> dict[str, Any]:
     row = cell.row + ("-connect" if kind == "connect" else "")
-    base = {"cell": cell.cell, "row": row, "label": cell.label, "mode": kind, "raw": raw,
+    label = cell.label + (" (Spark Connect)" if kind == "connect" else "")
+    base = {"cell": cell.cell, "row": row, "label": label, "mode": kind, "raw": raw,
             "passes": len(runs[kind])}
     if cell.floor:  # events/s of the whole process against the raw consume's
         return {**base, "kind": "share",

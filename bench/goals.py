@@ -190,13 +190,15 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--cells", default=",".join(map(str, CELLS)), help="default: all")
     parser.add_argument("--quick", action="store_true", help="tiny sizes: a smoke test")
     parser.add_argument("--passes", type=int, default=1, help="cells 1, 2, 8 (default: 1)")
-    parser.add_argument("--small-passes", type=int, default=3, help="cells 3, 4 (default: 3)")
+    parser.add_argument("--small-passes", type=int,
+                        help="cells 3, 4 (default: 3; 1 with --quick)")
     parser.add_argument("--connect", default="3,4,5",
                         help="cells with a Spark Connect row too (default: %(default)s; '' none)")
     parser.add_argument("--batch", type=int, help="records per batch, cold cells (500000)")
     parser.add_argument("--out", type=Path, default=RESULTS, help="report folder")
     args = parser.parse_args(argv)
     sizes = QUICK if args.quick else Sizes()
+    args.small_passes = args.small_passes or (1 if args.quick else 3)
     sizes = replace(sizes, batch=args.batch or sizes.batch)
     cells = [int(c) for c in args.cells.split(",") if c]
     connect = {int(c) for c in args.connect.split(",") if c} & set(cells)

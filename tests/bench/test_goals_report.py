@@ -58,3 +58,11 @@ def test_the_report_has_every_row_the_connect_ratio_and_a_quick_warning() -> Non
     assert "| 4: x | 30.0 s | 20.0 s (plain append) | 1.50x | ≤ 1.5x (1.95x) | met |" in text
     assert "| 4 | 1 | 90 | 2.0 | 3.0 |" in text
     assert "smoke test" not in render(entries, META)
+
+
+def test_a_connect_share_is_compared_as_a_rate_higher_is_better() -> None:
+    share = {"cell": 8, "kind": "share", "label": "x", "other": [100_000.0]}
+    entries = [{**share, "row": "8", "deltasink": [10_000.0]},
+               {**share, "row": "8-connect", "mode": "connect", "deltasink": [8_000.0]}]
+    assert "| 8-connect | 8,000.00 | 10,000.00 | 1.25x | ≤ 1.1x | **missed** |" in render(
+        entries, META)
