@@ -98,7 +98,8 @@ class NaiveMergeSink(BatchSink):
                       app_id: str, values: dict[str, list[object]],
                       planned: dict[str, dict[int, int]],
                       counts: dict[str, Any] | None = None, *,
-                      spans: Sequence[Span] | None = None) -> MergeOutcome:
+                      spans: Sequence[Span] | None = None,
+                      key_range: tuple[Any, Any] | None = None) -> MergeOutcome:
         keys = self.config.target.dedup_keys
 
         def attempt() -> MergeOutcome:

@@ -11,6 +11,8 @@ the window's empty-table cell. The window ``default`` leaves ``target.dedup_wind
 config (what a user who never set it gets). ``--rounds N`` repeats every cell N times, the sizes
 interleaved within each round, and pairs each cell with the same round's empty-table cell (the
 two run back to back, under the same load); the report adds each pair's ratio and their median.
+``--cluster-by COLS`` makes every target a liquid-clustered table (``target.cluster_by``) instead
+of a partitioned one, built the same way (issue 62's busy-day cell).
 Writes ``bench/results/hot_day.{md,json}`` (``hot_day-quick.*`` with ``--quick``).
 """
 
@@ -57,14 +59,16 @@ def today() -> datetime:
 
 
 def build_hot_day(spark: SparkSession, path: Path, rows: int,
-                  midnight: datetime | None = None) -> dict[str, Any]:
+                  midnight: datetime | None = None, cluster_by: tuple[str, ...] = ()
+                  ) -> dict[str, Any]:
     """Create an ``events_v1`` target whose ``rows`` rows all fall on the hot day (the day
     starting at ``midnight``, default today's UTC midnight), event times spread uniformly over
     its 24 hours.
 
     Rows are written in event-time order as ``rows // 500_000`` files (at least one), each
     covering a narrow time range. Ids (``old-<n>``) never collide with produced ones. An empty
-    target (``rows == 0``) is only created, as the sink would.
+    target (``rows == 0``) is only created, as the sink would: partitioned by ``event_date``, or
+    clustered by ``cluster_by``.
 
     Returns:
         The layout: ``rows``, ``files`` and ``build_s`` (seconds to build).
@@ -72,7 +76,8 @@ def build_hot_day(spark: SparkSession, path: Path, rows: int,
     mark = time.monotonic()
     midnight = midnight or today()
     schema = get_schema("events_v1").target_schema()
-    TableRef(path=str(path)).create_if_missing(spark, schema, ("event_date",))
+    TableRef(path=str(path)).create_if_missing(
+        spark, schema, () if cluster_by else ("event_date",), cluster_by=cluster_by)
     if rows:
         t = F.timestamp_seconds(F.lit(midnight.timestamp()) + F.col("id") * F.lit(86_400 / rows))
         kinds = F.array(*[F.lit(k) for k in ("order_placed", "order_paid", "order_shipped")])
@@ -133,7 +138,7 @@ DEFAULT_WINDOW = "default"
 
 
 def run_cell(spark: SparkSession, bootstrap: str, topic: str, folder: Path, base: Path,
-             window: str, batch: int) -> list[dict[str, Any]]:
+             window: str, batch: int, cluster_by: tuple[str, ...] = ()) -> list[dict[str, Any]]:
     """Drain ``topic`` with deltasink into a copy of ``base`` (``target.dedup_window`` =
     ``window``, left out for ``default``; quality off); return its per-batch rows, stage
     seconds included.
@@ -149,7 +154,8 @@ def run_cell(spark: SparkSession, bootstrap: str, topic: str, folder: Path, base
         "source": {"bootstrap_servers": bootstrap, "topics": [topic],
                    "max_records_per_batch": batch},
         "target": {"path": str(where.table), "quarantine_path": str(where.quarantine),
-                   **({} if window == DEFAULT_WINDOW else {"dedup_window": window})},
+                   **({} if window == DEFAULT_WINDOW else {"dedup_window": window}),
+                   **({"cluster_by": list(cluster_by)} if cluster_by else {})},
         "quality": {"enabled": False}})
     try:
         batches, _records = configs.deltasink(spark, config)
@@ -176,6 +182,8 @@ def main(argv: list[str] | None = None) -> int:
                         help="events of the unreported warm-up cell (default: %(default)s)")
     parser.add_argument("--rounds", type=int, default=1,
                         help="run every cell this many times, sizes interleaved (default: 1)")
+    parser.add_argument("--cluster-by", default="", help="comma-separated clustering columns: "
+                        "liquid-clustered targets instead of partitioned ones (default: none)")
     parser.add_argument("--name", help="the report's file name (default: hot_day)")
     parser.add_argument("--out", type=Path, default=RESULTS, help="report folder")
     args = parser.parse_args(argv)
@@ -185,12 +193,13 @@ def main(argv: list[str] | None = None) -> int:
     batch = args.batch or (25_000 if quick else 50_000)
     name = args.name or ("hot_day-quick" if quick else "hot_day")
     midnight, t0, rounds = today(), time.monotonic(), max(1, args.rounds)
+    cluster_by = tuple(c for c in args.cluster_by.split(",") if c)
     meta: dict[str, Any] = {"started": datetime.now(UTC).isoformat(timespec="seconds"),
                             "host": f"{platform.node()} ({platform.machine()})",
                             "load_start": env.load(), "hot_day": str(midnight.date()),
                             "events": events, "batch": batch, "windows": windows,
                             "sizes": sizes, "layout": [], "python": sys.version.split()[0],
-                            "rounds": rounds}
+                            "rounds": rounds, "cluster_by": list(cluster_by)}
     say(f"{len(sizes) * len(windows) * rounds} cells; hot day {midnight.date()}; "
         f"load {meta['load_start']}")
     results: list[dict[str, Any]] = []
@@ -213,11 +222,12 @@ def main(argv: list[str] | None = None) -> int:
                 for rows in sizes:
                     base = work / f"base_{rows}"
                     if round_ == 0:  # built once, kept while rounds remain
-                        meta["layout"].append(build_hot_day(spark, base, rows, midnight))
+                        meta["layout"].append(build_hot_day(spark, base, rows, midnight,
+                                                            cluster_by))
                     for window in windows:
                         batches = run_cell(spark, bootstrap, "hot_day",
                                            work / f"cell_{rows}_{window}_{round_}", base, window,
-                                           batch)
+                                           batch, cluster_by)
                         results.append(r := summarize(window, rows, batches, results, round_))
                         say(f"round {round_}, window {window}, {rows:,} rows: {r['batches']} "
                             f"batches, warm merge_commit {r['merge_commit_warm_median_s']}s "

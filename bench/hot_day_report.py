@@ -48,7 +48,10 @@ def render(meta: dict[str, Any], results: list[dict[str, Any]]) -> str:
              f"copies, {PARTITIONS} partitions) whose events fall in 12:00-12:20 UTC of "
              f"{meta['hot_day']}, a day that holds N rows spread over 24 h in time-ordered files "
              f"(~{ROWS_PER_FILE:,} rows each), next to the same batches into an empty table. "
-             "Warm: median over the batches after the first; one SparkSession, warmed up first.",
+             "Warm: median over the batches after the first; one SparkSession, warmed up first. "
+             + (f"Every target is liquid-clustered by {', '.join(meta['cluster_by'])} "
+                "(`target.cluster_by`), not partitioned."
+                if meta.get("cluster_by") else "Every target is partitioned by `event_date`."),
              "", f"Run {meta['started']} on {meta['host']}; load average at start "
              f"{meta['load_start']}, at end {meta['load_end']}; {meta['total_s']}s in all. "
              f"Seeded bases: {bases}.", "",

@@ -153,7 +153,8 @@ class BatchSink:
                 event_dates=sorted(d for d in values.get("event_date", []) if d),
                 **({"rerun": rerun} if rerun else {}), **fresh.as_counts(), **prepared.counts)
             outcome = self._merge_target(spark, deduped, batch_id, app_id, values, planned,
-                                         counts, spans=prepared.spans)
+                                         counts, spans=prepared.spans,
+                                         key_range=prepared.key_range)
             stages["merge_commit"] = time.monotonic() - mark
             if not outcome.committed:  # never trust a skip: prove it covered the same offsets
                 prove_replay(spark, self.config.target.ref, app_id, batch_id, planned)
@@ -206,7 +207,8 @@ class BatchSink:
                       app_id: str, values: dict[str, list[object]],
                       planned: dict[str, dict[int, int]],
                       counts: dict[str, Any] | None = None, *,
-                      spans: Sequence[Span] | None = None) -> MergeOutcome:
+                      spans: Sequence[Span] | None = None,
+                      key_range: tuple[Any, Any] | None = None) -> MergeOutcome:
         metadata = commit_metadata(self.config.name, app_id, batch_id, self.run_id, planned,
                                    counts, self.source)
         metadata = mark_replay(metadata) if self.replay else metadata
@@ -218,7 +220,8 @@ class BatchSink:
             faults.maybe_crash("before_target_commit", batch_id, self.fault_spec)
 
         return merge_into_target(spark, self.config, deduped, values, app_id, batch_id,
-                                 metadata, before_commit, spans, compact=self.compact)
+                                 metadata, before_commit, spans, compact=self.compact,
+                                 key_range=key_range)
 
     def _other_date_copies(self, spark: SparkSession, deduped: DataFrame,
                            values: dict[str, list[object]], dropped: int,

@@ -9,6 +9,8 @@ same job as observed metrics (``DataFrame.observe``), instead of a ``collect()``
 * the smallest and largest offset of the bad records (the quarantine MERGE's range filter);
 * the distinct partition values of the target rows (the target MERGE's partition literals);
 * with an event-time dedup window, the time buckets of the target rows (the MERGE's time slice);
+* the smallest and largest value of the dedup key's first column over the target rows (the
+  MERGE's key range: files whose statistics lie outside it cannot hold a copy);
 * freshness (:mod:`pipelines.sink.freshness`) and, in upsert mode, the deletes.
 
 The observations sit after the dedup's shuffle, in the job's result stage: Spark applies a
@@ -57,6 +59,8 @@ def _good() -> Column:
     """A good record (the target's), as opposed to one for the quarantine."""
     return F.col("_reason").isNull()
 
+#: Key types whose min/max Delta keeps in each file's statistics, and sql.literal renders.
+_RANGED = (StringType, IntegerType, LongType, ShortType, ByteType, DateType)
 #: Partition column types whose values survive the observation's JSON unchanged.
 _OBSERVABLE = (StringType, DateType, IntegerType, LongType, ShortType, ByteType, BooleanType)
 
@@ -76,6 +80,8 @@ class Prepared:
         counts: more counts for the commit (upsert: ``deletes``).
         spans: with an event-time ``dedup_window``, the event-time ranges the target MERGE
             reads (:mod:`pipelines.sink.event_window`); None otherwise.
+        key_range: the (lowest, highest) value of the dedup key's first column over the good
+            rows, None without any (or for a key type whose statistics Delta does not keep).
     """
 
     rows: DataFrame
@@ -87,6 +93,7 @@ class Prepared:
     fresh: freshness.Freshness
     counts: dict[str, int] = field(default_factory=dict)
     spans: list[Span] | None = None
+    key_range: tuple[Any, Any] | None = None
 
     def events(self, schema: EventSchema, config: PipelineConfig) -> DataFrame:
         """The target MERGE's source: the good rows as target rows (upsert: with ``_deleted``)."""
@@ -139,6 +146,11 @@ def prepare(batch: DataFrame, schema: EventSchema, config: PipelineConfig,
     observed = Observation()
     wanted = [*_count_metrics(parts if observable else []),
               *freshness.metrics(schema.time_column, only=_good()), *delete_metrics(target)]
+    first = _key(target.dedup_keys[0])
+    ranged = isinstance(kept.select(first.alias("k")).schema["k"].dataType, _RANGED)
+    if ranged:
+        wanted += [F.min(F.when(_good(), first)).alias("key_low"),
+                   F.max(F.when(_good(), first)).alias("key_high")]
     window = target.time_window
     if window is not None:  # the time buckets of the good rows (as JSON, like the values)
         wanted.append(F.to_json(F.collect_set(F.when(
@@ -157,12 +169,15 @@ def prepare(batch: DataFrame, schema: EventSchema, config: PipelineConfig,
     else:  # a type JSON would not bring back as is (decimal, timestamp): a job of its own
         _, values = partition_values(valid_events(materialized, schema), target.prune_by)
     low, high = got.get("low"), got.get("high")
+    key_low, key_high = got.get("key_low"), got.get("key_high")
     return Prepared(rows=materialized, records_in=int(got.get("copies") or 0) + bad,
                     quarantined=bad, unique=unique, values=values,
                     bad_offsets=None if low is None or high is None else (int(low), int(high)),
                     fresh=freshness.read(got), counts=upsert_counts(got, target),
                     spans=None if window is None else event_spans(
-                        json.loads(str(got.get("buckets") or "[]")), window))
+                        json.loads(str(got.get("buckets") or "[]")), window),
+                    key_range=None if key_low is None or key_high is None
+                    else (key_low, key_high))
 
 
 def _key(column: str) -> Column:

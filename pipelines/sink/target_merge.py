@@ -66,7 +66,8 @@ def merge_into_target(spark: SparkSession, config: PipelineConfig, deduped: Data
                       values: dict[str, list[object]], app_id: str, version: int,
                       metadata: str, before_commit: Callable[[], None],
                       spans: Sequence[Span] | None = None, *,
-                      compact: bool = False) -> MergeOutcome:
+                      compact: bool = False,
+                      key_range: tuple[Any, Any] | None = None) -> MergeOutcome:
     """The target's insert-only MERGE of deduplicated rows, as one txn-guarded commit.
 
     Keys on the partition columns and the dedup key (the date, or the event time, within
@@ -86,13 +87,16 @@ def merge_into_target(spark: SparkSession, config: PipelineConfig, deduped: Data
         spans: with an event-time window, the time ranges to read (``Prepared.spans``); None
             reads every date the window can reach.
         compact: run Delta's auto-compaction after the commit (:func:`merge_settings`).
+        key_range: the lowest and highest value of the dedup key's first column in ``deduped``
+            (``Prepared.key_range``); None reads every key.
 
     Returns:
         Whether Delta committed (False: skipped as a seen txn) and how many rows were inserted.
     """
     target = config.target
-    merge = (_upsert(config, deduped, values) if target.mode == "upsert"
-             else _insert_only(config, deduped, values, spans))
+    keyed = None if key_range is None else sql.between("t", target.dedup_keys[0], *key_range)
+    merge = (_upsert(config, deduped, values, keyed) if target.mode == "upsert"
+             else _insert_only(config, deduped, values, spans, keyed))
 
     def attempt() -> MergeOutcome:
         before_commit()
@@ -106,9 +110,16 @@ def merge_into_target(spark: SparkSession, config: PipelineConfig, deduped: Data
 
 
 def _insert_only(config: PipelineConfig, deduped: DataFrame, values: dict[str, list[object]],
-                 spans: Sequence[Span] | None) -> Callable[[], MergeOutcome]:
+                 spans: Sequence[Span] | None, keyed: str | None = None
+                 ) -> Callable[[], MergeOutcome]:
     """The insert-only MERGE: on the partition columns and the key (the date or the event time
-    within the window), reading only the batch's partitions and time slice."""
+    within the window), reading only the batch's partitions, time slice and key range.
+
+    ``keyed`` bounds the key's first column to the batch's own range: a target row outside it
+    cannot equal a batch row's key, so the bound drops no match, and Delta skips every file
+    whose statistics lie outside it. Keys that grow with time (sequential ids, a database's
+    sequence) skip every file earlier batches wrote; random UUIDs span the whole range and
+    skip none."""
     target = config.target
     window = target.dedup_window  # a day window > 0 only when event_date is a partition column
     on = tuple(c for c in (*target.prune_by, *target.dedup_keys)
@@ -117,6 +128,8 @@ def _insert_only(config: PipelineConfig, deduped: DataFrame, values: dict[str, l
     if target.prune_by and not any(values.values()):
         prune = "false"  # nothing to insert: read no partitions, still commit offsets
     time_window = target.time_window
+    if prune != "false":
+        prune = sql.all_of([prune, keyed])
     if time_window is None:
         near = within_days(DATE_COLUMN, target.date_window) if window else None
     else:
@@ -127,8 +140,8 @@ def _insert_only(config: PipelineConfig, deduped: DataFrame, values: dict[str, l
     return lambda: insert_only_merge(target.ref, deduped, on, prune, near)
 
 
-def _upsert(config: PipelineConfig, rows: DataFrame, values: dict[str, list[object]]
-            ) -> Callable[[], MergeOutcome]:
+def _upsert(config: PipelineConfig, rows: DataFrame, values: dict[str, list[object]],
+            keyed: str | None = None) -> Callable[[], MergeOutcome]:
     """The upsert MERGE (``pipelines.sink.upsert``).
 
     Matches on the key across the whole table (no partition literals: a newer version may move
@@ -137,6 +150,6 @@ def _upsert(config: PipelineConfig, rows: DataFrame, values: dict[str, list[obje
     target = config.target
     if DELETED not in rows.columns:
         rows = latest_versions(rows, target)
-    empty = "false" if target.prune_by and not any(values.values()) else None
+    empty = "false" if target.prune_by and not any(values.values()) else keyed
     sequence = sequence_columns(target.sequence_by)
     return lambda: upsert_merge(target.ref, rows, target.dedup_keys, sequence, empty)

@@ -81,6 +81,24 @@ def test_the_window_reads_only_the_widened_dates(spark: SparkSession, lake: Path
         sink(kafka_batch(spark, [("d", DAY + dt.timedelta(days=3))], 4), 2)  # reads DAY+5
 
 
+def test_the_merge_reads_only_files_within_the_batch_s_key_range(spark: SparkSession,
+                                                                lake: Path) -> None:
+    """Keys that grow with time (a sequence, sequential ids): a batch's MERGE skips the files
+    whose key statistics lie outside the batch's own keys, on the same date and times."""
+    cfg = make_config(lake, "127.0.0.1:1", "orders", target={"dedup_window": "0d"})
+    seen: list[BatchMetrics] = []
+    sink = sink_for(spark, cfg, seen)
+    sink(kafka_batch(spark, [("a-1", DAY), ("a-2", DAY)], 0), 0)
+    old = set(Path(cfg.target.ref.location).rglob("*.parquet"))
+    sink(kafka_batch(spark, [("b-1", DAY), ("b-2", DAY)], 2), 1)
+    for data in old:
+        data.unlink()  # a MERGE that opened one of the a-* files would now fail
+    sink(kafka_batch(spark, [("b-2", DAY), ("b-3", DAY)], 4), 2)  # keys b-2..b-3
+    assert seen[-1].inserted == 1 and seen[-1].duplicates_by_merge == 1  # b-2 still caught
+    with pytest.raises(Exception, match=r"(?i)not.*(found|exist)"):
+        sink(kafka_batch(spark, [("a-15", DAY)], 6), 3)  # inside a-1..a-2: opens their file
+
+
 def test_merge_settings_turn_auto_compaction_on_only_when_asked_and_put_it_back(
         spark: SparkSession) -> None:
     """A continuous run's target MERGE compacts after its commit

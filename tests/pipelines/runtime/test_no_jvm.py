@@ -15,6 +15,9 @@ ALLOWED = {
     "pipelines/runtime/spark.py": "the classic session's log4j level",
     "pipelines/sink/materialize.py": "unpersisting a local checkpoint's blocks in classic mode",
     "pipelines/runtime/hadoop.py": "renaming or deleting a folder in classic mode (no Spark API)",
+    "pipelines/storage/driver_files.py": "a classic session's checkpoint and log reads through "
+                                         "its driver's Hadoop FileSystem, with no Spark job "
+                                         "(Spark Connect reads them through binaryFile)",
     "pipelines/cli/failures.py": "naming a Py4J error's module when it is printed",
     "pipelines/databricks/widgets.py": "a comment on dbutils errors",
     "pipelines/faults.py": "a test-only kill inside Delta's CREATE, through the classic "
