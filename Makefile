@@ -66,6 +66,7 @@ bench: install
 	$(PY) -m bench.latency
 	$(PY) -m bench.cdc
 	$(PY) -m bench.merge_shapes
+	$(PY) -m bench.goals
 
 # A continuous run (1 s interval) fed for 30 minutes, sampled for growth (issue 46).
 soak: install

@@ -9,24 +9,5 @@ CHROMIUM=/usr/bin/chromium
 if [ -x "$CHROMIUM" ]; then
   exit 0
 fi
-
-SUDO=""
-if [ "$(id -u)" -ne 0 ]; then
-  if command -v sudo >/dev/null 2>&1; then
-    SUDO="sudo"
-  else
-    echo "ensure-chromium: $CHROMIUM is missing and we are not root (no sudo); install chromium" >&2
-    exit 1
-  fi
-fi
-
-export DEBIAN_FRONTEND=noninteractive
-echo "ensure-chromium: installing chromium (apt)..." >&2
-$SUDO apt-get update -qq >/dev/null
-$SUDO apt-get install -y -qq --no-install-recommends chromium >/dev/null
-
-if [ ! -x "$CHROMIUM" ]; then
-  echo "ensure-chromium: apt installed chromium but $CHROMIUM is still missing" >&2
-  exit 1
-fi
+bash "$(dirname "$0")/apt-install.sh" ensure-chromium "$CHROMIUM" chromium
 echo "ensure-chromium: $("$CHROMIUM" --version 2>/dev/null || echo chromium installed)" >&2

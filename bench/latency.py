@@ -38,11 +38,14 @@ RESULTS = Path(__file__).resolve().parent / "results"
 VARIANTS = ("as-configured", "no-cadence", "no-quality")
 
 
-def run_variant(variant: str, work: Path, bootstrap: str, args: argparse.Namespace
-                ) -> dict[str, Any]:
-    """One continuous run of ``variant``: its latency figures and exactly-once check."""
+def run_variant(variant: str, work: Path, bootstrap: str, args: argparse.Namespace,
+                topic: str | None = None) -> dict[str, Any]:
+    """One continuous run of ``variant``: its latency figures and exactly-once check.
+
+    ``topic`` (default ``latency_<variant>``) must be new: the feeder's ids start at ``s0``.
+    """
     work.mkdir(parents=True)
-    topic = f"latency_{variant.replace('-', '_')}"
+    topic = topic or f"latency_{variant.replace('-', '_')}"
     config: dict[str, Any] = {"name": f"latency-{variant}", "checkpoint": str(work / "cp"),
                               "source": {"bootstrap_servers": bootstrap, "topics": [topic]},
                               "target": {"path": str(work / "target")}}

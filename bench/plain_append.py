@@ -35,19 +35,25 @@ def session(app_name: str) -> SparkSession:
 
 
 def start_append(spark: SparkSession, bootstrap: str, topic: str, target: str,
-                 checkpoint: str, per_batch: str) -> StreamingQuery:
-    """Start the plain append of ``topic`` into ``target`` (availableNow)."""
+                 checkpoint: str, per_batch: str, every: str | None = None) -> StreamingQuery:
+    """Start the plain append of ``topic`` into ``target``: availableNow, or with ``every``
+    (e.g. ``"5 seconds"``) a processing-time trigger that runs until stopped
+    (``bench/plain_stream.py``)."""
     from pyspark.sql import functions as F
 
     schema = "event_id STRING, event_type STRING, event_time TIMESTAMP, payload STRING"
-    return (spark.readStream.format("kafka").option("kafka.bootstrap.servers", bootstrap)
-            .option("subscribe", topic).option("startingOffsets", "earliest")
-            .option("maxOffsetsPerTrigger", per_batch).load()
-            .select(F.from_json(F.col("value").cast("string"), schema).alias("e"), "timestamp")
-            .select("e.*", F.col("timestamp").alias("kafka_timestamp"))
-            .withColumn("event_date", F.to_date("event_time"))
-            .writeStream.format("delta").option("checkpointLocation", checkpoint)
-            .partitionBy("event_date").trigger(availableNow=True).start(target))
+    writer = (spark.readStream.format("kafka").option("kafka.bootstrap.servers", bootstrap)
+              .option("subscribe", topic).option("startingOffsets", "earliest")
+              .option("maxOffsetsPerTrigger", per_batch).load()
+              .select(F.from_json(F.col("value").cast("string"), schema).alias("e"),
+                      "timestamp")
+              .select("e.*", F.col("timestamp").alias("kafka_timestamp"))
+              .withColumn("event_date", F.to_date("event_time"))
+              .writeStream.format("delta").option("checkpointLocation", checkpoint)
+              .partitionBy("event_date"))
+    writer = (writer.trigger(availableNow=True) if every is None
+              else writer.trigger(processingTime=every))
+    return writer.start(target)
 
 
 def run_appends(name: str, bootstrap: str, per_batch: str,
