@@ -19,8 +19,9 @@ Types: ``tinyint`` ``smallint`` ``int`` ``bigint`` ``float`` ``double`` ``boolea
 ``binary`` (base64) ``date`` (days since 1970) ``timestamp`` (ISO-8601 text with a zone)
 ``timestamp_ntz`` and ``time`` (a number of ``unit``: ``ms``, ``us`` (the default) or ``ns``;
 ``time`` lands as ``HH:MM:SS.ffffff`` text) ``decimal(p,s)`` (Connect's Decimal bytes, or a
-VariableScaleDecimal) ``numeric`` (either, as its exact decimal text) and ``json`` (text). With schemas on, a pinned type replaces the learned
-one: a Postgres ``numeric`` without precision as ``decimal(38,10)``, or as exact ``string``.
+VariableScaleDecimal) ``numeric`` (either, as its exact decimal text) and ``json`` (text).
+With schemas on, a pinned type replaces the learned one: a Postgres ``numeric`` without
+precision as ``decimal(38,10)``, or as exact ``string``.
 """
 
 from __future__ import annotations
