@@ -64,6 +64,7 @@ bench: install
 	$(PY) -m bench.ledger
 	$(PY) -m bench.s3_requests
 	$(PY) -m bench.latency
+	$(PY) -m bench.cdc
 	$(PY) -m bench.merge_shapes
 	$(PY) -m bench.goals
 

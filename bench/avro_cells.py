@@ -14,7 +14,7 @@ from typing import Any
 
 import fastavro
 
-from pipelines.sink.avro import WriterSchemas
+from pipelines.formats.avro import WriterSchemas
 from schemas.loader import schema_from_mapping
 
 _FIELDS: list[dict[str, Any]] = [

@@ -26,6 +26,7 @@ from pipelines.sink.event_window import Span
 from pipelines.sink.merge import MergeOutcome, insert_only_merge
 from pipelines.sink.metrics import BatchMetrics
 from pipelines.sink.parse import classify, valid_events
+from pipelines.sink.prepare import Prepared
 from pipelines.sink.tables import ensure_sink_tables
 
 #: The peer approach needs a watermark longer than the events' spread (3 days), or it would
@@ -99,7 +100,7 @@ class NaiveMergeSink(BatchSink):
                       planned: dict[str, dict[int, int]],
                       counts: dict[str, Any] | None = None, *,
                       spans: Sequence[Span] | None = None,
-                      key_range: tuple[Any, Any] | None = None) -> MergeOutcome:
+                      prepared: Prepared | None = None) -> MergeOutcome:
         keys = self.config.target.dedup_keys
 
         def attempt() -> MergeOutcome:

@@ -6,7 +6,7 @@ double, decimal, boolean, epoch-ms and ISO timestamps, date, array, struct, obje
 key and a header column. The ``clicks`` cells parse the same click records (5 fields, a
 timestamp) once as JSON and once as Avro in the Confluent wire format, half written with a
 version-1 writer schema and half with version 2 (one more optional field), decoded with
-``from_avro`` (:mod:`pipelines.sink.avro`). Every cell parses the same number of records, all
+``from_avro`` (:mod:`pipelines.formats.avro`). Every cell parses the same number of records, all
 valid, from the same
 kind of rows Spark's Kafka source gives (``key, value, topic, partition, offset, timestamp,
 timestampType, headers``), cached in memory first so only the parse is timed:
@@ -29,8 +29,8 @@ from typing import Any
 from pyspark.sql import DataFrame, SparkSession
 
 from bench.avro_cells import CLICKS, clicks_value, writer_schemas
+from pipelines.formats.avro import AvroDecoder, WriterSchemas
 from pipelines.kafka.produce import make_event
-from pipelines.sink.avro import WriterSchemas
 from pipelines.sink.parse import classify, valid_events
 from schemas import get_schema
 from schemas.base import EventSchema
@@ -76,8 +76,9 @@ def parse_seconds(raw: DataFrame, schema: EventSchema,
                   avro: WriterSchemas | None = None) -> float:
     """Wall seconds to parse every row of ``raw`` (all columns computed, nothing written)."""
     start = time.monotonic()
-    valid_events(classify(raw, schema, 1_048_576, avro=avro), schema).write.format("noop") \
-        .mode("overwrite").save()
+    decoder = None if avro is None else AvroDecoder(avro)
+    valid_events(classify(raw, schema, 1_048_576, decoder=decoder), schema).write \
+        .format("noop").mode("overwrite").save()
     return time.monotonic() - start
 
 

@@ -4,12 +4,14 @@ Set ``DELTASINK_FAULT=<point>[@<batch id>][,...]``. The micro-batch carries the 
 started with (:func:`current_spec`, passed as ``spec``): under Spark Connect the batch runs in a
 worker beside the server, whose environment is not the client's, and a crash point there kills
 the worker (the batch's process), as a lost driver would. Points: ``before_quarantine_commit``,
-``after_quarantine_commit``, ``before_target_commit``, ``after_target_commit`` (after the Delta
-commit, before Spark commits the checkpoint) and ``during_validation``; for ``deltasink quarantine
-redrive``, ``before_redrive_commit`` (before its target MERGE commits) and ``after_redrive_commit``
-(after it, before the quarantine rows are marked redriven); ``during_lease_renewal`` (the first
-renewal of the checkpoint lease kills the process before its update commits). Unset, it does
-nothing.
+``after_quarantine_commit``, ``before_target_commit`` (before each of the target's commits, a
+mode's side writes included), ``after_side_commit`` (after a mode's side write: a replica's
+deletes, a history's changes; before the target's commit), ``after_target_commit`` (after the
+Delta commit, before Spark commits the checkpoint) and ``during_validation``; for ``deltasink
+quarantine redrive``, ``before_redrive_commit`` (before its target MERGE commits) and
+``after_redrive_commit`` (after it, before the quarantine rows are marked redriven);
+``during_lease_renewal`` (the first renewal of the checkpoint lease kills the process before its
+update commits). Unset, it does nothing.
 
 Two settings simulate a second machine for the single-writer tests: ``lease_host=<name>`` (the
 host name this process's checkpoint lease carries) and ``skip_lease_acquire`` (a writer on a
@@ -40,7 +42,7 @@ from pipelines.config import env
 
 FAULT_ENV = env.FAULT
 POINTS = ("before_quarantine_commit", "after_quarantine_commit", "before_target_commit",
-          "after_target_commit", "during_validation", "before_redrive_commit",
+          "after_side_commit", "after_target_commit", "during_validation", "before_redrive_commit",
           "after_redrive_commit", "during_lease_renewal")
 
 

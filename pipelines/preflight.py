@@ -33,7 +33,8 @@ from pipelines.storage.tables import TableRef
 
 def tables(config: PipelineConfig) -> list[tuple[str, TableRef]]:
     """Every table a run writes, with the config key that places it."""
-    found = [("target", config.target.ref), ("target.quarantine", config.target.quarantine_ref)]
+    found = [("target", config.target.ref), ("target.quarantine", config.target.quarantine_ref),
+             *config.companion_tables()]
     if config.quality.enabled:
         found += [("quality.results", config.quality.results_ref),
                   ("quality.metrics", config.quality.metrics_ref)]

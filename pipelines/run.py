@@ -15,6 +15,7 @@ from pyspark.sql.streaming.query import StreamingQuery
 from pipelines import faults, preflight
 from pipelines.batches import BatchFeed
 from pipelines.config.model import PipelineConfig
+from pipelines.formats.avro import writer_schemas
 from pipelines.kafka import reach, topics
 from pipelines.kafka.retention import check_retention
 from pipelines.ledger.lag import harvester
@@ -24,7 +25,6 @@ from pipelines.query import Harvest, Progress, stream
 from pipelines.runtime.aside import Aside
 from pipelines.runtime.phases import Phases
 from pipelines.runtime.sessions import on_databricks, side_session
-from pipelines.sink.avro import writer_schemas
 from pipelines.sink.metrics import BatchMetrics, RunResult
 from pipelines.sink.run_log import RunLog
 from pipelines.sink.tables import ensure_sink_tables

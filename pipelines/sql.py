@@ -53,8 +53,8 @@ def literal(value: Any) -> str:
 
 
 def all_of(terms: Iterable[str | None]) -> str | None:
-    """The conjunction of the terms that are not None (None when there are none)."""
-    kept = [f"({t})" for t in terms if t is not None]
+    """The conjunction of the terms that are not None or empty (None when there are none)."""
+    kept = [f"({t})" for t in terms if t]
     return " AND ".join(kept) if kept else None
 
 

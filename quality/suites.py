@@ -3,10 +3,11 @@
 Two kinds of checks exist:
 
 * the **target suite**, a Great Expectations suite run against a snapshot of the target table:
-  the dedup key is unique and not null, every schema column is present, required fields are not
-  null, and no ``event_time`` lies further in the future than ``quality.max_future_skew``; in
-  upsert mode also the ``_deleted`` flag exists and is never null (the sequence column is a
-  required field, so it is checked not null already);
+  every schema column is present, the dedup key is not null, required fields are not null, no
+  ``event_time`` lies further in the future than ``quality.max_future_skew``, and what the write
+  mode asks (:meth:`pipelines.sink.modes.base.WriteMode.expectations`): the key unique (also
+  per date partition) for insert-only and upsert, and for upsert the ``_deleted`` flag present
+  and never null;
 * the **quarantine share** of a run, computed from the run's own counts (it is not a property of
   the target table): ``quarantined / records_in <= quality.max_quarantine_ratio``;
 * **lag and staleness**, when ``quality.max_lag_records`` / ``quality.max_staleness`` are set:
@@ -36,10 +37,9 @@ from great_expectations.expectations.core.expect_compound_columns_to_be_unique i
 from great_expectations.expectations.expectation import Expectation
 
 from pipelines.config.model import PipelineConfig
-from pipelines.config.upsert import KAFKA_SEQUENCE
 from pipelines.ledger.lag import Lag
 from pipelines.sink.metrics import RunResult
-from pipelines.sink.upsert import DELETED
+from pipelines.sink.modes.choice import mode_for
 from quality.model import ExpectationOutcome
 from schemas import EventSchema
 
@@ -76,18 +76,16 @@ def target_suite(
     now = now or datetime.now(UTC)
     keys = list(config.target.dedup_keys)
     latest_allowed = now + timedelta(seconds=config.quality.max_future_skew)
+    wanted = mode_for(config).expectations(schema)
     expectations: list[Expectation] = [
         ExpectColumnToExist(column=column) for column in schema.target_schema().fieldNames()
     ]
-    expectations.append(ExpectColumnValuesToBeUnique(column=keys[0]) if len(keys) == 1
-                        else ExpectCompoundColumnsToBeUnique(column_list=keys))
-    if DATE_COLUMN in config.target.prune_by and DATE_COLUMN not in keys:
-        expectations.append(ExpectCompoundColumnsToBeUnique(column_list=[*keys, DATE_COLUMN]))
+    expectations += [ExpectColumnValuesToBeUnique(column=columns[0]) if len(columns) == 1
+                     else ExpectCompoundColumnsToBeUnique(column_list=list(columns))
+                     for columns in wanted.unique]
+    expectations += [ExpectColumnToExist(column=column) for column in wanted.exists]
     not_null = [*keys, *(f.name for f in schema.fields if f.required and f.name not in keys)]
-    if config.target.mode == "upsert":  # every row is a key's latest version or its tombstone
-        expectations.append(ExpectColumnToExist(column=DELETED))
-        not_null += [c for c in (config.target.sequence_by, DELETED) if c not in not_null
-                     and c != KAFKA_SEQUENCE]
+    not_null += [c for c in wanted.not_null if c not in not_null]
     expectations.extend(ExpectColumnValuesToNotBeNull(column=column) for column in not_null)
     expectations.append(
         ExpectColumnValuesToBeBetween(

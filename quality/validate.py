@@ -20,9 +20,12 @@ from pipelines.config.model import PipelineConfig
 from pipelines.errors import QualityError
 from pipelines.ledger.deltalog import DeltaLogFiles
 from pipelines.sink.metrics import RunResult
+from pipelines.sink.modes.change_tables import keyed
+from pipelines.sink.modes.choice import mode_for
 from pipelines.storage.store import Store
 from pipelines.storage.tables import TableRef
 from quality.gx_runner import run_suite
+from quality.intervals import interval_outcome
 from quality.model import ExpectationOutcome, ValidationReport
 from quality.other_dates import other_date_outcome
 from quality.results import write_validation_results
@@ -34,6 +37,7 @@ from quality.suites import (
     staleness_outcome,
     target_suite,
 )
+from schemas.changes import POSITION
 
 
 def latest_version(spark: SparkSession, ref: TableRef) -> int:
@@ -129,6 +133,9 @@ def validate_table(
         QualityError: the target table does not exist while rows were to be validated.
     """
     validated_at = datetime.now(UTC)
+    config = keyed(spark, config)  # a change stream's key, as its target records it
+    mode = mode_for(config)
+    full = full or mode.whole_table  # a key's versions span dates: the table is the unit
     run_id = run.run_id if run is not None else f"adhoc-{uuid.uuid4().hex[:12]}"
     selected = list(dates) if dates is not None else list(run.event_dates if run else ())
     wants_target = full or bool(selected)
@@ -142,10 +149,14 @@ def validate_table(
         rows = select_rows(spark, config.target.ref, version, full=full, dates=selected)
 
     suite = target_suite(config, now=validated_at)
+    keys = config.target.dedup_keys
     outcomes, docs_index = run_suite(
-        rows, suite, key=config.target.dedup_keys[0], docs_dir=Path(config.quality.docs_dir),
+        rows, suite, key=keys[0] if keys else POSITION, docs_dir=Path(config.quality.docs_dir),
         run_name=run_id, run_time=validated_at)
     results: list[ExpectationOutcome] = list(outcomes)
+    intervals = mode.expectations(config.event_schema()).intervals
+    if rows is not None and intervals is not None:
+        results.append(interval_outcome(rows, keys, *intervals))
     if version is not None and not full:
         results.append(other_date_outcome(config.target.ref.read(spark, version),
                                           config.target.dedup_keys, selected))

@@ -14,7 +14,7 @@ from schemas.base import EventSchema, FieldSpec
 
 __all__ = ["EventSchema", "FieldSpec", "available_schemas", "get_schema", "resolve_schema"]
 
-_NOT_SCHEMAS = {"base", "loader"}
+_NOT_SCHEMAS = {"base", "changes", "loader"}
 
 
 def available_schemas() -> list[str]:

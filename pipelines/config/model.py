@@ -18,12 +18,15 @@ from pydantic import BaseModel, Field, SecretStr, field_validator, model_validat
 from pipelines.config.avro import AvroConfig
 from pipelines.config.databricks import DatabricksConfig
 from pipelines.config.frozen import FROZEN
+from pipelines.config.modes import check_change_stream
 from pipelines.config.quality import QualityConfig
 from pipelines.config.schema import defaults_from_schema
 from pipelines.config.target import TargetConfig
 from pipelines.config.units import parse_duration
 from pipelines.config.window import DATE_COLUMN
+from pipelines.storage.tables import TableRef
 from schemas import EventSchema, resolve_schema
+from schemas.changes import CHANGE_SCHEMA, PinnedField, pinned_fields
 from schemas.loader import is_schema_file
 
 __all__ = ["DATE_COLUMN", "DEFAULT_MASTER", "PipelineConfig", "QualityConfig", "SourceConfig",
@@ -66,9 +69,12 @@ class SourceConfig(BaseModel):
     Spark's source as ``kafka.<option>``. Values are masked in output, except those of
     ``PUBLIC_OPTIONS`` (pipelines/config/secrets.py); set secret ones with
     ``DELTASINK_SOURCE__OPTIONS__<OPTION>``."""
-    format: Literal["json", "avro"] = "json"
-    """How record values are encoded: ``json``, or ``avro`` (the Confluent wire format; needs
-    ``source.avro``)."""
+    format: Literal["json", "avro", "debezium"] = "json"
+    """How record values are encoded: ``json``, ``avro`` (the Confluent wire format; needs
+    ``source.avro``), or ``debezium``: Debezium change events through Kafka Connect's JSON
+    converter, schemas on (or off, with the columns pinned in ``schema.fields``); the target
+    is then the source table's replica (``target.mode: upsert``) or its history (``scd2``),
+    its columns learned from the events (docs/guides/cdc.md)."""
     avro: AvroConfig | None = None
     """``format: avro``: where writer schemas come from (pipelines/config/avro.py)."""
 
@@ -138,7 +144,9 @@ class PipelineConfig(BaseModel):
     source: SourceConfig
     """Where and how to read Kafka."""
     schema_source: str | dict[str, Any] = Field("events_v1", alias="schema")
-    """A registered schema's name, an inline YAML schema, or the path of a YAML schema file."""
+    """A registered schema's name, an inline YAML schema, or the path of a YAML schema file.
+    With ``source.format: debezium``: only ``fields`` (column -> type), to pin columns the
+    events' own schema does not give (schemas/changes.py); left out, every column is learned."""
     target: TargetConfig
     """The Delta tables the sink writes."""
     checkpoint: str
@@ -153,18 +161,62 @@ class PipelineConfig(BaseModel):
 
     _from_schema = model_validator(mode="before")(defaults_from_schema)
 
+    @model_validator(mode="after")
+    def _fits_the_source(self) -> PipelineConfig:
+        """A change stream's settings (see :func:`check_change_stream`); its ``schema`` holds
+        only pinned fields."""
+        change_stream = self.source.format == "debezium"
+        target = self.target
+        check_change_stream(change_stream, target.mode, target.sequence_by, target.delete_when,
+                            "delete_retention" in target.model_fields_set)
+        if change_stream and "schema_source" in self.model_fields_set:
+            self.pinned_fields()  # a SchemaError (one line) if it is not a mapping of fields
+        return self
+
+    @property
+    def change_stream(self) -> bool:
+        """Whether the source is a change stream (``source.format: debezium``)."""
+        return self.source.format == "debezium"
+
+    def companion_tables(self) -> list[tuple[str, TableRef]]:
+        """The tables a mode keeps beside its target, with the config key that places each: an
+        SCD2 history's changes, a change stream replica's deletes."""
+        target = self.target
+        if target.mode == "scd2":
+            return [("target.changes", target.changes_ref)]
+        if self.change_stream and target.mode == "upsert":
+            return [("target.deletes", target.deletes_ref)]
+        return []
+
+    def pinned_fields(self) -> tuple[PinnedField, ...]:
+        """A change stream's pinned columns (``schema.fields``); none for an event topic.
+
+        Raises:
+            SchemaError: ``schema`` is not a mapping of pinned fields.
+        """
+        if not self.change_stream or "schema_source" not in self.model_fields_set:
+            return ()
+        return pinned_fields(self.schema_source)
+
     @property
     def schema_name(self) -> str:
         """The event schema's name."""
+        if self.change_stream:
+            return CHANGE_SCHEMA.name
         return self.event_schema().name if isinstance(self.schema_source, dict) or \
             is_schema_file(self.schema_source) else self.schema_source
 
     def event_schema(self) -> EventSchema:
         """The event schema: registered, inline or from its file.
 
+        A change stream's is :data:`schemas.changes.CHANGE_SCHEMA` (the change's own
+        columns): its data columns are learned from the events.
+
         Raises:
             SchemaError: unknown, unreadable or invalid.
         """
+        if self.change_stream:
+            return CHANGE_SCHEMA
         return resolve_schema(self.schema_source)
 
     @property

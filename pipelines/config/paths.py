@@ -19,6 +19,8 @@ from schemas.loader import is_schema_file
 PATH_KEYS: tuple[tuple[str, str], ...] = (
     ("target", "path"),
     ("target", "quarantine_path"),
+    ("target", "deletes_path"),
+    ("target", "changes_path"),
     ("quality", "docs_dir"),
     ("quality", "results_path"),
     ("quality", "metrics_path"),
@@ -82,5 +84,5 @@ def locations(config: PipelineConfig) -> list[str]:
     """The folders of a pipeline's tables given by path, and its checkpoint (a catalog table's
     location is the catalog's)."""
     refs = (config.target.ref, config.target.quarantine_ref, config.quality.results_ref,
-            config.quality.metrics_ref)
+            config.quality.metrics_ref, *(ref for _, ref in config.companion_tables()))
     return [*(r.path for r in refs if r.path), config.checkpoint]

@@ -17,7 +17,8 @@ from schemas import resolve_schema
 
 def defaults_from_schema(raw: Any) -> Any:
     """Fill ``target.dedup_key`` from the schema's key, and ``target.dedup_window`` from its
-    time source and ``target.mode``, when the config leaves them out.
+    time source and ``target.mode``, when the config leaves them out (a change stream's:
+    :func:`change_stream_target`).
 
     Runs before validation, so an invalid inline or file schema fails the load with its own
     one-line :class:`SchemaError`. An unknown registered name is left for the run to report.
@@ -30,6 +31,8 @@ def defaults_from_schema(raw: Any) -> Any:
     """
     if not isinstance(raw, dict) or not isinstance(raw.get("target"), dict):
         return raw
+    if isinstance(raw.get("source"), dict) and raw["source"].get("format") == "debezium":
+        return {**raw, "target": change_stream_target(raw["target"])}
     source = raw.get("schema", "events_v1")
     try:
         schema = resolve_schema(source)
@@ -43,3 +46,20 @@ def defaults_from_schema(raw: Any) -> Any:
         keys = schema.key_columns
         target = {**target, "dedup_key": keys[0] if len(keys) == 1 else keys}
     return raw if target is raw["target"] else {**raw, "target": target}
+
+
+def change_stream_target(target: dict[str, Any]) -> dict[str, Any]:
+    """A change stream's target defaults: keyed on the message key's fields (learned from the
+    events, so ``target.dedup_key`` may not be set), not partitioned, no dedup window.
+
+    Raises:
+        ValueError: ``target.dedup_key`` is set.
+    """
+    if "dedup_key" in target:
+        raise ValueError("target.dedup_key does not apply with source.format: debezium: the "
+                         "key is the message key's fields (Debezium's message.key.columns "
+                         "chooses them)")
+    out = {**target, "dedup_key": ()}
+    out.setdefault("partition_by", ())
+    filled: dict[str, Any] = fill_window(out)
+    return filled

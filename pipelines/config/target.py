@@ -10,8 +10,14 @@ from pydantic import BaseModel, Field, field_validator, model_validator
 
 from pipelines.config import property_rules, table_properties
 from pipelines.config.frozen import FROZEN
-from pipelines.config.units import parse_window
-from pipelines.config.upsert import KAFKA_SEQUENCE, Mode, check_mode
+from pipelines.config.modes import (
+    DEFAULT_DELETE_RETENTION,
+    KAFKA_SEQUENCE,
+    VERSIONED,
+    Mode,
+    check_mode,
+)
+from pipelines.config.units import parse_duration, parse_window
 from pipelines.config.window import DATE_COLUMN, DEFAULT_DEDUP_WINDOW, fill_window
 from pipelines.storage.tables import TableRef
 
@@ -81,13 +87,40 @@ class TargetConfig(BaseModel):
     ``partition_by``); ``0d`` with ``mode: upsert``. A window written in the config is kept.
     """
     mode: Mode = "insert_only"
-    """``upsert``: keep each key's highest ``sequence_by`` version (pipelines/sink/upsert.py)."""
+    """``upsert``: keep each key's highest ``sequence_by`` version
+    (pipelines/sink/modes/upsert.py); on a change stream (``source.format: debezium``) the
+    target is the source table's replica (pipelines/sink/modes/replica.py). ``scd2``: keep
+    every version of each key, with ``__START_AT`` and ``__END_AT``
+    (pipelines/sink/modes/scd2.py)."""
     sequence_by: str = KAFKA_SEQUENCE
-    """``mode: upsert`` only: what orders a key's versions, a required schema column or
-    ``kafka`` (the Kafka coordinates)."""
+    """``mode: upsert`` or ``scd2`` on an event topic: what orders a key's versions, a required
+    schema column or (upsert only) ``kafka`` (the Kafka coordinates). A change stream orders
+    them by their source position: leave it out."""
     delete_when: str | None = None
-    """``mode: upsert`` only: a Spark SQL boolean over the parsed columns; a version for which
-    it is true is stored as a tombstone (``_deleted = true``)."""
+    """``mode: upsert`` or ``scd2`` on an event topic: a Spark SQL boolean over the parsed
+    columns; a version for which it is true is a delete (upsert: stored as a tombstone,
+    ``_deleted = true``; scd2: it closes the key's open version)."""
+    track_history: tuple[str, ...] | None = None
+    """``mode: scd2`` only: the columns whose change makes a new version (default: every column
+    of the row). A change that alters none of them adds no version: it updates the open
+    version's other columns in place."""
+    delete_retention: timedelta = DEFAULT_DELETE_RETENTION
+    """``mode: upsert`` on a change stream only: how long a deleted key (and a truncate) is
+    remembered in the deletes table, so that a late or re-sent older change of it cannot bring
+    the row back (a duration: ``7d``, ``36h``). An older change arriving later than this may."""
+    deletes_path: str | None = None
+    """``mode: upsert`` on a change stream: where the deleted keys are remembered (a Delta
+    table). Default: the target's location + ``_deletes``."""
+    deletes_table: str | None = None
+    """The deletes table as a catalog table name; at most one of ``deletes_path`` and
+    ``deletes_table``."""
+    changes_path: str | None = None
+    """``mode: scd2``: where every change of every key is kept (a Delta table), the history is
+    recomputed from it for the keys a batch touches. Default: the target's location +
+    ``_changes``."""
+    changes_table: str | None = None
+    """The changes table as a catalog table name; at most one of ``changes_path`` and
+    ``changes_table``."""
     properties: Mapping[str, str] = Field(default_factory=dict)
     """Delta table properties of the target (``delta.enableChangeDataFeed: true``): set at
     creation, and on an existing table with ``ALTER TABLE ... SET TBLPROPERTIES`` when they
@@ -99,6 +132,8 @@ class TargetConfig(BaseModel):
     redrive`` marks its rows)."""
 
     _window = field_validator("dedup_window", mode="before")(parse_window)
+    _retention = field_validator("delete_retention", mode="before")(
+        lambda v: v if isinstance(v, timedelta) else timedelta(seconds=parse_duration(v)))
     _window_default = model_validator(mode="before")(fill_window)
 
     @model_validator(mode="before")
@@ -122,19 +157,24 @@ class TargetConfig(BaseModel):
 
     @model_validator(mode="after")
     def _one_location(self) -> TargetConfig:
-        """Exactly one of ``path`` and ``table``, at most one of ``quarantine_path`` and
-        ``quarantine_table``; ``dedup_window`` at most 366 days, and a whole-day window needs
-        ``event_date`` in ``partition_by``; ``sequence_by`` and ``delete_when`` only with
-        ``mode: upsert``, which needs ``dedup_window: 0d`` (its default); no table property
-        that breaks a guarantee (``delta.appendOnly`` with upserts or on the quarantine, a log
-        or deleted-file retention under 168 hours)."""
+        """Exactly one of ``path`` and ``table``, at most one of each companion table's
+        ``_path`` and ``_table``; ``dedup_window`` at most 366 days, and a whole-day window
+        needs ``event_date`` in ``partition_by``; ``sequence_by`` and ``delete_when`` only with
+        ``mode: upsert`` or ``scd2``, which need ``dedup_window: 0d`` (their default);
+        ``track_history`` only with ``scd2``; no table property that breaks a guarantee
+        (``delta.appendOnly`` with upserts, SCD2 or on the quarantine, a log or deleted-file
+        retention under 168 hours)."""
         if bool(self.path) == bool(self.table):
             raise ValueError("set exactly one of target.path or target.table")
         if self.cluster_by and self.partition_by:
             raise ValueError("set at most one of target.partition_by or target.cluster_by: a "
                              "Delta table is clustered or partitioned, not both")
-        if self.quarantine_path and self.quarantine_table:
-            raise ValueError("set at most one of target.quarantine_path or target.quarantine_table")
+        for kind in ("quarantine", "deletes", "changes"):
+            if getattr(self, f"{kind}_path") and getattr(self, f"{kind}_table"):
+                raise ValueError(f"set at most one of target.{kind}_path or "
+                                 f"target.{kind}_table")
+        if self.delete_retention <= timedelta(0):
+            raise ValueError("target.delete_retention must be a positive duration")
         if isinstance(self.dedup_window, int) and not \
                 0 <= self.dedup_window <= MAX_DEDUP_WINDOW_DAYS:
             raise ValueError("target.dedup_window must be greater than or equal to 0 and less "
@@ -148,9 +188,10 @@ class TargetConfig(BaseModel):
             raise ValueError(f"target.dedup_window needs '{DATE_COLUMN}' in target.partition_by "
                              "(without it the key is matched across all dates anyway), or a "
                              "clustered table (target.cluster_by); set dedup_window: 0d")
-        check_mode(self.mode, self.sequence_by, self.delete_when, self.dedup_window)
+        check_mode(self.mode, self.sequence_by, self.delete_when, self.dedup_window,
+                   self.track_history)
         found = [*property_rules.problems(self.properties, "target.properties",
-                                          upsert=self.mode == "upsert", quarantine=False),
+                                          upsert=self.mode in VERSIONED, quarantine=False),
                  *property_rules.problems(self.quarantine_properties,
                                           "target.quarantine_properties", upsert=False,
                                           quarantine=True)]
@@ -188,8 +229,22 @@ class TargetConfig(BaseModel):
     @property
     def quarantine_ref(self) -> TableRef:
         """The quarantine table (defaults to the target's location + ``_quarantine``)."""
-        if self.quarantine_path or self.quarantine_table:
-            return TableRef(path=self.quarantine_path, name=self.quarantine_table)
+        return self._beside("quarantine")
+
+    @property
+    def deletes_ref(self) -> TableRef:
+        """A replica's deletes table (defaults to the target's location + ``_deletes``)."""
+        return self._beside("deletes")
+
+    @property
+    def changes_ref(self) -> TableRef:
+        """An SCD2 target's changes table (defaults to the target's location + ``_changes``)."""
+        return self._beside("changes")
+
+    def _beside(self, kind: str) -> TableRef:
+        path, table = getattr(self, f"{kind}_path"), getattr(self, f"{kind}_table")
+        if path or table:
+            return TableRef(path=path, name=table)
         if self.table:
-            return TableRef(name=f"{self.table}_quarantine")
-        return TableRef(path=f"{self.path}_quarantine")
+            return TableRef(name=f"{self.table}_{kind}")
+        return TableRef(path=f"{self.path}_{kind}")

@@ -11,7 +11,8 @@ it, on any date, for a slice of a day read per batch (:mod:`pipelines.sink.event
   long as the replay took; such a schema keeps the whole-day window of before
   (:data:`KAFKA_TIME_WINDOW_DAYS`, or ``0d`` when ``event_date`` is not a partition column,
   where the key is matched across all dates anyway);
-* ``mode: upsert``: ``0d`` (the key is matched across the whole table; a window does not apply).
+* ``mode: upsert`` and ``mode: scd2``: ``0d`` (the key is matched across the whole table; a
+  window does not apply).
 
 A window written in the config, ``1d`` included, is kept as written.
 """
@@ -20,6 +21,8 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from typing import Any
+
+from pipelines.config.modes import VERSIONED
 
 #: The partition column the dedup window widens.
 DATE_COLUMN = "event_date"
@@ -47,7 +50,7 @@ def default_window(mode: object, time_field: str | None,
     Returns:
         A window as the config would spell it (``15m``, ``1d``, ``0d``).
     """
-    if mode == "upsert":
+    if mode in VERSIONED:
         return "0d"
     if time_field == _KAFKA_TIME:
         dated = clustered or partition_by is None or DATE_COLUMN in partition_by

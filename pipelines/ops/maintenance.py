@@ -20,6 +20,9 @@ is longer (``target.properties``) is vacuumed keeping that much: Delta's check r
 that keeps less than the table's own setting. OPTIMIZE only rewrites files in a new version; it may
 conflict with a concurrent MERGE, which the sink retries (``target.commit_retries``).
 
+A change stream's replica remembers its deleted keys for ``target.delete_retention``: the
+records older than that are removed first (``DELETE``; a pipeline's MERGE that meets it retries).
+
 With an event-time ``target.dedup_window`` the target is compacted ``ZORDER BY`` its time field
 into files of at most 32 MiB: a plain OPTIMIZE would mix a day's hours in each file, and the
 MERGE, which skips files by their time statistics, would read whole days again.
@@ -31,6 +34,7 @@ import math
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 
 from pyspark.sql import SparkSession
 
@@ -39,6 +43,7 @@ from pipelines.config.model import PipelineConfig
 from pipelines.config.property_rules import FILE_RETENTION, RECOVERY_HOURS
 from pipelines.config.units import parse_interval
 from pipelines.errors import ConfigError, QualityError
+from pipelines.sink.modes.replica import purge_deletes
 from pipelines.storage.tables import TableRef
 from quality.model import ValidationReport
 
@@ -75,8 +80,10 @@ class MaintenanceReport:
 
 
 def maintained_tables(config: PipelineConfig) -> list[TableRef]:
-    """The Delta tables a pipeline writes: target, quarantine, quality results, run metrics."""
+    """The Delta tables a pipeline writes: target, quarantine, the mode's own (a history's
+    changes, a replica's deletes), quality results, run metrics."""
     refs = [config.target.ref, config.target.quarantine_ref,
+            *(ref for _, ref in config.companion_tables()),
             config.quality.results_ref, config.quality.metrics_ref]
     unique: list[TableRef] = []
     for ref in refs:
@@ -131,6 +138,10 @@ def optimize_and_vacuum(spark: SparkSession, config: PipelineConfig,
                           "minimum: older snapshots are still needed for retries, validation "
                           "and recovery (see pipelines/ops/maintenance.py)")
     actions: list[str] = []
+    deletes = config.target.deletes_ref
+    if ("target.deletes", deletes) in config.companion_tables() and deletes.exists(spark):
+        actions.append(purge_deletes(spark, deletes, config.target.delete_retention,
+                                     datetime.now(UTC)))
     for ref in maintained_tables(config):
         if not ref.exists(spark):
             actions.append(f"SKIP {ref.describe()} (does not exist)")

@@ -19,15 +19,15 @@ from pyspark.sql import functions as F
 
 from pipelines.config.model import PipelineConfig
 from pipelines.errors import ConfigError
+from pipelines.formats.decoders import decoder_for
 from pipelines.ledger.single_writer import single_writer
 from pipelines.ops.redrive_commit import RedriveResult, commit_redrive
 from pipelines.ops.redrive_plan import OLD_REASON, RedrivePlan
-from pipelines.sink.avro import writer_schemas
 from pipelines.sink.dedup import dedup_on_key
 from pipelines.sink.materialize import materialize
 from pipelines.sink.parse import classify, valid_events
+from pipelines.sink.partitions import partition_values
 from pipelines.sink.tables import ensure_sink_tables
-from pipelines.sink.target_merge import partition_values
 from schemas import EventSchema
 
 
@@ -97,7 +97,7 @@ def plan_redrive(spark: SparkSession, config: PipelineConfig, schema: EventSchem
         rows = rows.where(F.col("redriven_at").isNull())
     classified = materialize(classify(as_kafka_rows(rows), schema,
                                       config.source.max_record_bytes, keep=(OLD_REASON,),
-                                      avro=writer_schemas(config)))
+                                      decoder=decoder_for(config)))
     outcomes = {(str(r[OLD_REASON]), r["_reason"]): int(r["n"]) for r in classified
                 .groupBy(OLD_REASON, "_reason").agg(F.count(F.lit(1)).alias("n")).collect()}
     deduped = materialize(dedup_on_key(valid_events(classified, schema),
@@ -130,6 +130,10 @@ def redrive(spark: SparkSession, config: PipelineConfig, *, reason: str | None =
         CheckpointError: the pipeline is running (it holds the checkpoint's lease).
         CommitError: a commit failed; what was committed is consistent, run it again.
     """
+    if config.change_stream:
+        raise ConfigError("quarantine redrive does not take a change stream "
+                          "(source.format: debezium) yet; list its quarantined records with "
+                          "`deltasink quarantine list`")
     schema = config.event_schema()
     when = parse_since(since)
     if not config.target.ref.exists(spark):

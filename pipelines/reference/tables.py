@@ -4,13 +4,16 @@ from __future__ import annotations
 
 from types import MappingProxyType
 
-from pyspark.sql.types import StructType
+from pyspark.sql.types import DecimalType, StructField, StructType
 
+from pipelines.formats.debezium.changes import TRUNCATE
 from pipelines.reference.markdown import cell, code, generated_note, table
+from pipelines.sink.modes.replica import DELETED_AT, DELETES_SCHEMA
+from pipelines.sink.modes.upsert import DELETED
 from pipelines.sink.tables import QUARANTINE_SCHEMA
-from pipelines.sink.upsert import DELETED
 from quality.results import METRICS_SCHEMA, RESULTS_SCHEMA
 from schemas import resolve_schema
+from schemas.changes import CHANGE_SCHEMA, END_AT, OP, POSITION, SOURCE_TS, START_AT
 
 #: What each column holds. A column of a schema below that is missing here fails ``tests/docs``.
 MEANINGS = MappingProxyType({
@@ -26,6 +29,15 @@ MEANINGS = MappingProxyType({
     "kafka_timestamp": "the record's Kafka timestamp",
     "ingested_at": "when the batch that landed the row ran",
     DELETED: "`target.mode: upsert` only: the version is a tombstone (`delete_when` was true)",
+    # a change stream's target (source.format: debezium), and its mode's own tables
+    OP: "the change that made the row: `r` (a snapshot's read), `c`, `u`, `d`; `t` (a truncate, "
+        "changes table only)",
+    POSITION: "the change's source position (Postgres: its LSN); orders a key's changes",
+    SOURCE_TS: "when the change was made in the database (`source.ts_ms`)",
+    START_AT: "`scd2`: the position (or `sequence_by` value) of the change that opened the version",
+    END_AT: "`scd2`: the position of the change that closed it; null for the current version",
+    DELETED_AT: "when the delete was recorded; `target.delete_retention` counts from it",
+    TRUNCATE: "the record is a truncate (no key): it deletes every row older than its position",
     # quarantine
     "kafka_key": "the record's raw key bytes",
     "raw_value": "the record's raw value bytes",
@@ -79,6 +91,15 @@ def _schemas() -> list[tuple[str, str, StructType]]:
         ("Target (schema `events_v1`)", "`target.path` / `target.table`. Another schema has its "
          "own fields; the Kafka columns and `ingested_at` are always there, and "
          "`target.mode: upsert` adds `_deleted`.", target),
+        ("Change stream target (`source.format: debezium`)", "The source table's columns, "
+         "learned from its events, then these; `target.mode: scd2` adds `__START_AT` and "
+         "`__END_AT` (docs/guides/cdc.md).", StructType([
+             *CHANGE_SCHEMA.target_schema().fields,
+             StructField(START_AT, DecimalType(38, 0), False),
+             StructField(END_AT, DecimalType(38, 0), True)])),
+        ("Replica deletes", "`target.deletes_path` / `deletes_table`: a change stream's deleted "
+         "keys (the key's columns, then these) and its last truncate, kept for "
+         "`target.delete_retention`.", DELETES_SCHEMA),
         ("Quarantine", "`target.quarantine_path` / `quarantine_table`. MERGE key: topic, "
          "partition, offset, `kafka_timestamp`, `record_hash`.", QUARANTINE_SCHEMA),
         ("Quality results", "`quality.results_path` / `results_table`: one row per expectation "
@@ -96,7 +117,9 @@ def columns() -> dict[str, list[str]]:
 def render() -> str:
     """The tables reference page (Markdown)."""
     out = ["# Tables\n", generated_note("the Spark schemas in `pipelines/sink/tables.py`, "
-                                        "`quality/results.py` and `schemas/events_v1.py`")]
+                                        "`quality/results.py`, `schemas/events_v1.py`, "
+                                        "`schemas/changes.py` and "
+                                        "`pipelines/sink/modes/replica.py`")]
     for title, text, schema in _schemas():
         rows = [[code(f.name), code(f.dataType.simpleString()),
                  "yes" if f.nullable else "no", cell(MEANINGS.get(f.name, ""))]

@@ -41,9 +41,11 @@ from pipelines.sink.merge import (
 )
 from pipelines.sink.metrics import BatchMetrics, commit_counts
 from pipelines.sink.parse import quarantine_rows
+from pipelines.sink.partitions import read_values
 from pipelines.sink.prepare import Prepared, prepare
+from pipelines.sink.records import Records, records_for
 from pipelines.sink.retry import run_batch_with_retry
-from pipelines.sink.target_merge import merge_into_target, read_values
+from pipelines.sink.target_merge import merge_into_target
 from schemas.base import EventSchema
 
 #: The Kafka coordinates in the quarantine key. Offsets restart at 0 when a topic is recreated (or
@@ -94,6 +96,7 @@ class BatchSink:
     fault_spec: str | None = field(default_factory=faults.current_spec)
     compact: bool = False
     _query: str | None = field(default=None, init=False, repr=False)
+    _records: Records | None = field(default=None, init=False, repr=False)
     _near: int | None = field(default=None, init=False, repr=False)
 
     def __call__(self, batch: DataFrame, batch_id: int) -> None:
@@ -129,8 +132,10 @@ class BatchSink:
                                   f"for batch {batch_id}; it changed under the running query")
         prepared: Prepared | None = None
         try:
+            if self._records is None:  # one per query: a change stream's learns its schemas
+                self._records = records_for(self.config, self.schema)
             prepared = prepare(batch, self.schema, self.config,  # the one job before the MERGEs
-                               self.fault_spec)
+                               self.fault_spec, self._records)
             records_in, quarantined = prepared.records_in, prepared.quarantined
             unique, values = prepared.unique, prepared.values
             stages["read_parse"] = time.monotonic() - start
@@ -148,13 +153,13 @@ class BatchSink:
             mark = time.monotonic()
             counts = commit_counts(  # the commit carries them: its metrics row can be rebuilt
                 query_id=query_id, records_in=records_in, quarantined=quarantined,
-                duplicates_in_batch=records_in - quarantined - unique, unique=unique,
+                duplicates_in_batch=records_in - quarantined - prepared.skipped - unique,
+                unique=unique,
                 started_at=started_at, stage_seconds=stages,
                 event_dates=sorted(d for d in values.get("event_date", []) if d),
                 **({"rerun": rerun} if rerun else {}), **fresh.as_counts(), **prepared.counts)
             outcome = self._merge_target(spark, deduped, batch_id, app_id, values, planned,
-                                         counts, spans=prepared.spans,
-                                         key_range=prepared.key_range)
+                                         counts, spans=prepared.spans, prepared=prepared)
             stages["merge_commit"] = time.monotonic() - mark
             if not outcome.committed:  # never trust a skip: prove it covered the same offsets
                 prove_replay(spark, self.config.target.ref, app_id, batch_id, planned)
@@ -165,16 +170,17 @@ class BatchSink:
         finally:
             release(prepared.rows if prepared is not None else None)
 
-        valid = records_in - quarantined
+        valid = records_in - quarantined - (prepared.skipped if prepared is not None else 0)
         ended = datetime.now(UTC)
         self.on_batch(BatchMetrics(
             pipeline=self.config.name, run_id=self.run_id, query_id=query_id,
             batch_id=batch_id, records_in=records_in, quarantined=quarantined,
             duplicates_in_batch=valid - unique,
-            duplicates_by_merge=(unique - outcome.inserted - outcome.updated
-                                 if outcome.committed else 0),
+            duplicates_by_merge=(max(0, unique - outcome.inserted - outcome.updated
+                                     - outcome.deleted) if outcome.committed else 0),
             duplicates_other_date=other_date, updated=outcome.updated,
-            deletes=int(counts.get("deletes", 0)),
+            deletes=int(counts.get("deletes", 0)), skipped=int(counts.get("skipped", 0)),
+            deleted=outcome.deleted if outcome.committed else 0,
             inserted=outcome.inserted, duration_s=time.monotonic() - start,
             started_at=started_at, replayed=not outcome.committed,
             event_dates=tuple(sorted(d for d in values.get("event_date", []) if d)),
@@ -208,7 +214,7 @@ class BatchSink:
                       planned: dict[str, dict[int, int]],
                       counts: dict[str, Any] | None = None, *,
                       spans: Sequence[Span] | None = None,
-                      key_range: tuple[Any, Any] | None = None) -> MergeOutcome:
+                      prepared: Prepared | None = None) -> MergeOutcome:
         metadata = commit_metadata(self.config.name, app_id, batch_id, self.run_id, planned,
                                    counts, self.source)
         metadata = mark_replay(metadata) if self.replay else metadata
@@ -219,9 +225,13 @@ class BatchSink:
                                             self._near)
             faults.maybe_crash("before_target_commit", batch_id, self.fault_spec)
 
-        return merge_into_target(spark, self.config, deduped, values, app_id, batch_id,
-                                 metadata, before_commit, spans, compact=self.compact,
-                                 key_range=key_range)
+        return merge_into_target(
+            spark, self.config, deduped, values, app_id, batch_id, metadata, before_commit,
+            spans, compact=self.compact, keys=prepared.keys if prepared else None,
+            key_range=prepared.key_range if prepared else None,
+            observed=prepared.observed if prepared else None,
+            after_side_write=lambda: faults.maybe_crash("after_side_commit", batch_id,
+                                                        self.fault_spec))
 
     def _other_date_copies(self, spark: SparkSession, deduped: DataFrame,
                            values: dict[str, list[object]], dropped: int,

@@ -36,12 +36,14 @@ REPARTITION_BEFORE_WRITE = "spark.databricks.delta.merge.repartitionBeforeWrite.
 class MergeOutcome:
     """What one MERGE did. ``committed`` is False when Delta skipped it as a replayed txn.
 
-    ``updated`` counts rows replaced by a newer version (upsert mode; 0 for insert-only).
+    ``updated`` counts rows replaced by a newer version (upsert mode; 0 for insert-only),
+    ``deleted`` rows removed (a replica's deleted keys, a history's versions no longer in it).
     """
 
     committed: bool
     inserted: int
     updated: int = 0
+    deleted: int = 0
 
 
 @contextmanager
@@ -148,7 +150,8 @@ def outcome(rows: Sequence[Any]) -> MergeOutcome:
         return MergeOutcome(committed=False, inserted=0)
     first = rows[0].asDict()
     return MergeOutcome(committed=True, inserted=int(first["num_inserted_rows"]),
-                        updated=int(first.get("num_updated_rows") or 0))
+                        updated=int(first.get("num_updated_rows") or 0),
+                        deleted=int(first.get("num_deleted_rows") or 0))
 
 
 def insert_only_merge(

@@ -8,8 +8,8 @@ from datetime import date, datetime
 from typing import Any
 
 #: Recorded only after the commit (from the commit itself), so never in ``commit_counts``.
-AFTER_COMMIT = ("pipeline", "batch_id", "run_id", "inserted", "updated", "duplicates_by_merge",
-                "duration_s", "replayed", "target_version")
+AFTER_COMMIT = ("pipeline", "batch_id", "run_id", "inserted", "updated", "deleted",
+                "duplicates_by_merge", "duration_s", "replayed", "target_version")
 
 
 @dataclass(frozen=True)
@@ -39,6 +39,12 @@ class BatchMetrics:
     batch's latest versions were deletes (tombstones offered; each counts as inserted or
     updated when it wins, as a duplicate when an even newer version is in the target). A
     backfilled row (``from_commit``) counts updates as ``duplicates_by_merge``.
+
+    A change stream (``source.format: debezium``): ``skipped`` records were neither landed nor
+    quarantined (the tombstone each delete is followed by), and count in ``records_in``;
+    ``deleted`` is the rows the target's MERGE removed (a replica's deleted and truncated keys,
+    a history's versions a late change replaced). In SCD2 mode ``inserted`` counts the versions
+    opened and ``updated`` those closed or changed in place, so the sum above does not hold.
 
     ``rerun`` is the retry's line when the batch was re-run after an executor died with its
     blocks (``pipelines/sink/retry.py``); the commit carries it to the client's progress
@@ -71,6 +77,8 @@ class BatchMetrics:
     updated: int = 0
     deletes: int = 0
     rerun: str | None = None
+    skipped: int = 0
+    deleted: int = 0
 
     def as_row(self) -> dict[str, Any]:
         """A flat dict for a Delta row (event dates and stage timings become strings/JSON;
@@ -126,6 +134,8 @@ class BatchMetrics:
         tag = " (replay: already committed, skipped)" if self.replayed else ""
         upsert = (f"updated={self.updated} deletes={self.deletes} "
                   if self.updated or self.deletes else "")
+        upsert += f"deleted={self.deleted} " if self.deleted else ""
+        upsert += f"skipped={self.skipped} " if self.skipped else ""
         return (f"batch {self.batch_id}: in={self.records_in} quarantined={self.quarantined} "
                 f"dup_in_batch={self.duplicates_in_batch} dup_by_merge={self.duplicates_by_merge} "
                 f"inserted={self.inserted} {upsert}{self.duration_s:.2f}s{tag}")

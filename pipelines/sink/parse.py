@@ -3,9 +3,10 @@
 :func:`classify` adds a ``_reason`` column (null for a good record) and the parsed event columns;
 :func:`valid_events` and :func:`quarantine_rows` split the result. Checks, first failure wins:
 
-``tombstone`` (null value) · ``oversized`` (value over ``max_record_bytes``) · ``invalid_utf8`` ·
-``invalid_json`` · ``not_an_object`` (for Avro, instead of these three: the ``avro: ...`` reasons
-of :mod:`pipelines.sink.avro`) · then, per schema field: ``missing:<f>`` (absent or null),
+``tombstone`` (null value) · ``oversized`` (value over ``max_record_bytes``) · the decoder's
+(:mod:`pipelines.formats.decoded`): ``invalid_utf8`` · ``invalid_json`` · ``not_an_object`` for
+JSON, the ``avro: ...`` reasons of :mod:`pipelines.formats.avro` for Avro · then, per schema
+field: ``missing:<f>`` (absent or null),
 ``bad_type:<f>``, ``out_of_range:<f>``, ``empty:<f>``, ``too_long:<f>``, ``not_allowed:<f>``,
 ``bad_timestamp:<f>`` (unparseable, no zone, or a UTC year outside 1000..9999), ``bad_date:<f>``,
 ``bad_item:<f>`` (see :mod:`pipelines.sink.fields`) · ``missing:kafka.key`` (a schema keyed on
@@ -31,19 +32,15 @@ from __future__ import annotations
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
-from pipelines.sink import avro as avro_values
+from pipelines.formats.decoded import VARIANT, Decoder, once_per_row, skipped
+from pipelines.formats.json import JsonDecoder
 from pipelines.sink import fields
-from pipelines.sink.avro import WriterSchemas
 from schemas.base import KAFKA_KEY, KAFKA_KEY_COLUMN, KAFKA_TIMESTAMP, EventSchema, FieldSpec
 
-#: The byte order mark, as text: skipped before a JSON value.
-BOM = "\ufeff"
-_V = "_variant"
 #: Prefix of the columns holding each top-level field's variant (dropped by ``classify``).
 _FIELD = "_field_"
 #: Prefix of the columns holding each top-level timestamp field's parsed value.
 _STAMP = "_stamp_"
-_AVRO = "_avro_json"
 INGESTED_AT = "ingested_at"
 QUARANTINE_COLUMNS = ("kafka_topic", "kafka_partition", "kafka_offset", "kafka_timestamp",
                       "kafka_key", "raw_value", "reason", "pipeline", "batch_id", "quarantined_at",
@@ -64,9 +61,10 @@ def _with_fields(parsed: DataFrame, schema: EventSchema) -> DataFrame:
     records took 8.5 s to classify before, 6.5 s after; the rows are the same. The guard keeps
     the optimizer from inlining the column back into each use.
     """
-    parsed = parsed.withColumns({f"{_FIELD}{i}": _once_per_row(fields.child(F.col(_V), spec.name))
+    value = F.col(VARIANT)
+    parsed = parsed.withColumns({f"{_FIELD}{i}": once_per_row(fields.child(value, spec.name))
                                  for i, spec in enumerate(schema.fields)})
-    stamps = {f"{_STAMP}{i}": _once_per_row(fields.value_of(spec, F.col(f"{_FIELD}{i}")))
+    stamps = {f"{_STAMP}{i}": once_per_row(fields.value_of(spec, F.col(f"{_FIELD}{i}")))
               for i, spec in enumerate(schema.fields) if spec.kind == "timestamp"}
     return parsed.withColumns(stamps) if stamps else parsed
 
@@ -88,17 +86,6 @@ def _value(schema: EventSchema, spec: FieldSpec) -> Column:
     return fields.value_of(spec, _field_variant(schema, spec)) if typed is None else typed
 
 
-def _once_per_row(expr: Column) -> Column:
-    """``expr``, computed once per row however many expressions read it.
-
-    Without this, a later filter on ``_reason`` (``valid_events``) is pushed below the parse by
-    the optimizer, which substitutes the JSON parse into every check that reads it: measured at
-    5x the CPU of a single parse. A (free) nondeterministic guard forbids both that pushdown and
-    the inlining of the parse into the projection above.
-    """
-    return F.when(F.spark_partition_id() >= F.lit(0), expr)
-
-
 def _header_bytes(raw: DataFrame, name: str) -> Column:
     """The bytes of Kafka header ``name`` (the first one if repeated), or null."""
     if "headers" not in raw.columns:  # a redrive: quarantine rows keep no headers
@@ -113,7 +100,7 @@ def _header(raw: DataFrame, name: str) -> Column:
 
 
 def classify(raw: DataFrame, schema: EventSchema, max_record_bytes: int,
-             keep: tuple[str, ...] = (), avro: WriterSchemas | None = None) -> DataFrame:
+             keep: tuple[str, ...] = (), decoder: Decoder | None = None) -> DataFrame:
     """Parse Kafka rows against ``schema`` and give each one a reason to quarantine, or null.
 
     Args:
@@ -121,8 +108,8 @@ def classify(raw: DataFrame, schema: EventSchema, max_record_bytes: int,
         schema: the event schema.
         max_record_bytes: values longer than this are quarantined as ``oversized``.
         keep: more columns of ``raw`` to pass through unchanged (a redrive keeps the old reason).
-        avro: ``source.format: avro``: the writer schemas; values are decoded from the Confluent
-            wire format (:mod:`pipelines.sink.avro`) instead of parsed as JSON.
+        decoder: how values are decoded (:mod:`pipelines.formats.decoded`): JSON (the
+            default), or Avro in the Confluent wire format (:mod:`pipelines.formats.avro`).
 
     Returns:
         ``raw``'s Kafka columns renamed ``kafka_*``, ``raw_value``, one column per schema field,
@@ -130,24 +117,10 @@ def classify(raw: DataFrame, schema: EventSchema, max_record_bytes: int,
     """
     value = F.col("value")
     size_ok = F.length(value) <= F.lit(max_record_bytes)
+    decoded = (decoder or JsonDecoder()).decode(raw, value.isNotNull() & size_ok)
+    parsed = decoded.rows
     envelope: list[tuple[Column, Column | str]] = [
-        (value.isNull(), "tombstone"), (~size_ok, "oversized")]
-    if avro is None:
-        utf8 = F.is_valid_utf8(value)
-        text = F.ltrim(value.cast("string"), F.lit(BOM))  # a leading byte order mark
-        parsed = raw.withColumn(_V, _once_per_row(F.when(
-            value.isNotNull() & size_ok & utf8, F.try_parse_json(text))))
-        envelope += [
-            (~utf8, "invalid_utf8"),
-            (F.col(_V).isNull(), "invalid_json"),
-            (~F.startswith(F.ltrim(text), F.lit("{")), "not_an_object"),
-        ]
-    else:  # decoded once per row to JSON text, then read like a JSON value
-        parsed = raw.withColumn(_AVRO, _once_per_row(F.when(
-            value.isNotNull() & size_ok, avro_values.decoded_json(value, avro))))
-        parsed = parsed.withColumn(_V, _once_per_row(F.when(
-            avro_values.decoded(F.col(_AVRO)), F.try_parse_json(F.col(_AVRO)))))
-        envelope += avro_values.checks(value, F.col(_AVRO), avro)
+        (value.isNull(), "tombstone"), (~size_ok, "oversized"), *decoded.checks]
     parsed = _with_fields(parsed, schema)
     checks = envelope + [c for spec in schema.fields
                          for c in fields.checks(spec, _field_variant(schema, spec), spec.name,
@@ -206,11 +179,13 @@ def record_hash() -> Column:
 
 
 def quarantine_rows(classified: DataFrame, pipeline: str, batch_id: int) -> DataFrame:
-    """The bad records, with their raw bytes, reason, coordinates, hash, batch id and time.
+    """The bad records, with their raw bytes, reason, coordinates, hash, batch id and time (a
+    skipped record, :data:`pipelines.formats.decoded.SKIP`, is not one).
 
     ``redriven_at`` and ``redriven_version`` are null: ``deltasink quarantine redrive`` sets them.
     """
-    return classified.where(F.col("_reason").isNotNull()).select(
+    reason = F.col("_reason")
+    return classified.where(reason.isNotNull() & ~skipped(reason)).select(
         "kafka_topic", "kafka_partition", "kafka_offset", "kafka_timestamp", "kafka_key",
         "raw_value", F.col("_reason").alias("reason"), F.lit(pipeline).alias("pipeline"),
         F.lit(batch_id).cast("long").alias("batch_id"),

@@ -20,8 +20,8 @@ from pipelines.config.model import PipelineConfig
 from pipelines.config.table_properties import TYPE_WIDENING
 from pipelines.errors import DeltasinkError, SchemaError
 from pipelines.sink.evolve import evolve_target
+from pipelines.sink.modes.choice import mode_for
 from pipelines.sink.properties import plan_properties, set_properties, table_properties
-from pipelines.sink.upsert import DELETED, check_upsert, upsert_schema
 from pipelines.sink.widen import same_type
 from pipelines.storage.tables import TableRef
 from schemas.base import EventSchema
@@ -94,11 +94,15 @@ def check_dedup_key(key: str, schema: EventSchema) -> None:
 
 def ensure_sink_tables(spark: SparkSession, config: PipelineConfig,
                        schema: EventSchema) -> list[str]:
-    """Create the target and quarantine tables if missing; check them if present.
+    """Create the target and quarantine tables (and the mode's own: a replica's deletes, a
+    history's changes) if missing; check them if present.
 
     An existing table gets the config's table properties it lacks first
     (:mod:`pipelines.sink.properties`: ``delta.enableTypeWidening`` included), then an existing
-    target is brought to the schema in place (:mod:`pipelines.sink.evolve`).
+    target is brought to the schema in place (:mod:`pipelines.sink.evolve`). A change stream's
+    target is created with its change and Kafka columns only: the source table's are learned
+    from its events and added by its batches (:mod:`pipelines.sink.modes.change_tables`); the
+    mode's own tables take the target's properties.
 
     Returns:
         One line per change made to an existing table (properties set, nested fields added,
@@ -120,19 +124,24 @@ def ensure_sink_tables(spark: SparkSession, config: PipelineConfig,
         if unknown:
             raise SchemaError(f"target.{key} {unknown} are not columns of schema "
                               f"{schema.name}; columns are {sorted(columns)}")
-    check_upsert(spark, target, schema)
-    plans = [plan_properties(spark, ref, props, where, upsert=target.mode == "upsert",
+    mode = mode_for(config)
+    mode.check(spark, schema)
+    companions = mode.companions(target_schema)
+    versioned = not mode.inserts_only
+    plans = [plan_properties(spark, ref, props, where, upsert=versioned,
                              quarantine=quarantine) for ref, props, where, quarantine in (
         (target.ref, target.properties, "target.properties", False),
         (target.quarantine_ref, target.quarantine_properties, "target.quarantine_properties",
-         True))]  # both checked before anything changes
+         True),
+        *((ref, target.properties, "target.properties", False) for ref, _ in companions),
+    )]  # all checked before anything changes
     notes = [set_properties(spark, plan) for plan in plans if plan is not None]
-    if target.mode == "upsert":  # a table switched from insert_only gets the flag
-        add_missing_columns(spark, target.ref, ((DELETED, "BOOLEAN"),))
-        target_schema = upsert_schema(target_schema)
+    add_missing_columns(spark, target.ref, mode.added_columns())
+    target_schema = mode.target_schema(target_schema)
     for ref, expected, parts, props in (
         (target.ref, target_schema, target.partition_by, target.properties),
         (target.quarantine_ref, QUARANTINE_SCHEMA, (), target.quarantine_properties),
+        *((ref, own, (), target.properties) for ref, own in companions),
     ):
         if expected is QUARANTINE_SCHEMA:
             add_missing_columns(spark, ref, QUARANTINE_ADDED)
@@ -178,7 +187,7 @@ def add_missing_columns(spark: SparkSession, ref: TableRef,
     A no-op for a missing table (it is created with them) or one that has them all. Two
     pipelines upgrading one table at once: the loser finds the column there on its retry.
     """
-    if not ref.exists(spark):
+    if not columns or not ref.exists(spark):
         return
     have = set(ref.read(spark).schema.fieldNames())
     missing = [f"`{name}` {sql}" for name, sql in columns if name not in have]

@@ -24,9 +24,9 @@ from pyspark.sql import DataFrame, SparkSession
 
 from pipelines.cli import main
 from pipelines.config.loader import load_config
+from pipelines.formats.avro import AvroDecoder, WriterSchemas
 from pipelines.kafka.broker import EmbeddedBroker
 from pipelines.kafka.produce import produce_events
-from pipelines.sink.avro import WriterSchemas
 from pipelines.sink.parse import classify
 from schemas import get_schema
 from schemas.loader import schema_from_mapping
@@ -329,8 +329,9 @@ def test_an_avro_writer_schema_that_conflicts_with_the_declared_one_is_quarantin
                    | {"event_id": "c-6"})]
     frame = kafka_frame(spark, [(None, v, []) for v in values])
 
+    decoder = AvroDecoder(WriterSchemas(by_id=by_id))
     rows = classify(frame, schema_from_mapping(DECLARED), 10_000,
-                    avro=WriterSchemas(by_id=by_id)).orderBy("kafka_offset").collect()
+                    decoder=decoder).orderBy("kafka_offset").collect()
 
     assert [r["_reason"] for r in rows] == [
         None, "bad_type:amount", "bad_type:user", "missing:user"], [tuple(r) for r in rows]

@@ -4,7 +4,7 @@ version its commit made, whatever the copies in the topic and a batch Spark repl
 
 A replay is made as in test_run.py: the checkpoint's last commit is deleted, so Spark runs that
 batch again with the same id and offsets, and Delta skips its commit (txn): no version, no
-change rows. Upsert deletes are tombstones (``_deleted = true``, pipelines/sink/upsert.py): in
+change rows. Upsert deletes are tombstones (``_deleted = true``, pipelines/sink/modes/upsert.py): in
 the feed a key's delete is its update (or insert) whose image has ``_deleted`` true.
 """
 
@@ -88,7 +88,7 @@ def test_an_upserts_inserts_updates_and_deletes_are_in_the_feed_once(
     tombstone or not.
 
     A producer copy of a version sent after it sits at a higher Kafka offset, which the upsert
-    order counts as newer (pipelines/sink/upsert.py): it lands as one more update, with the
+    order counts as newer (pipelines/sink/modes/upsert.py): it lands as one more update, with the
     same payload and new ``kafka_*`` columns. So the feed holds each record once, not each
     payload: a reader that wants payload changes only compares the images."""
     rng = random.Random(62)

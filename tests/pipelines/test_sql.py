@@ -20,7 +20,7 @@ from pyspark.sql.types import (
 
 from pipelines import sql
 from pipelines.sink.merge import within_days
-from pipelines.sink.upsert import newer
+from pipelines.sink.modes.upsert import newer
 
 
 @pytest.mark.parametrize("value", [

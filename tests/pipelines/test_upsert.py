@@ -12,8 +12,8 @@ from pipelines.config.model import PipelineConfig
 from pipelines.errors import ConfigError
 from pipelines.sink.batch import BatchSink
 from pipelines.sink.metrics import BatchMetrics
+from pipelines.sink.modes.upsert import check_upsert, flag_deletes, keep_latest, sequence_columns
 from pipelines.sink.tables import ensure_sink_tables
-from pipelines.sink.upsert import check_upsert, flag_deletes, keep_latest, sequence_columns
 from schemas import get_schema
 from tests.support.configs import make_config
 from tests.support.upsert_model import (

@@ -46,3 +46,18 @@ def make_config(lake: Path, bootstrap: str, topic: str, name: str = "orders_bron
                 **overrides: Any) -> PipelineConfig:
     """Write and load a config (so tests go through the real loader)."""
     return load_config(write_config(lake, bootstrap, topic, name, **overrides), environ={})
+
+
+def change_stream_config(lake: Path, topic: str = "changes", name: str = "changes",
+                         bootstrap: str = "127.0.0.1:9", mode: str = "upsert",
+                         **overrides: Any) -> PipelineConfig:
+    """A ``source.format: debezium`` config (no ``schema:`` unless given: its columns are
+    learned), written and loaded like :func:`make_config`."""
+    raw = config_dict(lake, bootstrap, topic, name, **{
+        "source": {"format": "debezium", **overrides.pop("source", {})},
+        "target": {"mode": mode, **overrides.pop("target", {})}, **overrides})
+    if "schema" not in overrides:
+        del raw["schema"]
+    path = lake / f"{name}.yml"
+    path.write_text(yaml.safe_dump(raw))
+    return load_config(path, environ={})

@@ -16,7 +16,7 @@ The MERGE matches on the key alone, over the whole table: a newer version may ca
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from pyspark.sql import Column, DataFrame, SparkSession
@@ -25,10 +25,11 @@ from pyspark.sql.types import BooleanType, StructField, StructType
 
 from pipelines import sql
 from pipelines.config.model import TargetConfig
-from pipelines.config.upsert import KAFKA_SEQUENCE
+from pipelines.config.modes import KAFKA_SEQUENCE
 from pipelines.errors import ConfigError
 from pipelines.sink.dedup import first_per_key
 from pipelines.sink.merge import MergeOutcome, outcome
+from pipelines.sink.modes.base import BatchRows, Expectations, WriteMode, key_uniqueness
 from pipelines.storage.tables import TableRef
 from schemas.base import EventSchema
 
@@ -68,20 +69,6 @@ def latest_versions(events: DataFrame, target: TargetConfig) -> DataFrame:
     """The batch's rows for an upsert MERGE: the latest version per key, flagged."""
     latest = keep_latest(events, target.dedup_keys, sequence_columns(target.sequence_by))
     return flag_deletes(latest, target.delete_when)
-
-
-def delete_metrics(target: TargetConfig) -> list[Column]:
-    """In upsert mode, the count of the batch's deletes, to observe on its one job (``[]`` if
-    insert-only)."""
-    return [F.count_if(F.col(DELETED)).alias("deletes")] if target.mode == "upsert" else []
-
-
-def upsert_counts(got: Mapping[str, Any], target: TargetConfig) -> dict[str, int]:
-    """``{"deletes": n}``: the batch's latest versions that are deletes (``{}`` if insert-only),
-    from the values of :func:`delete_metrics`."""
-    if target.mode != "upsert":
-        return {}
-    return {"deletes": int(got.get("deletes") or 0)}
 
 
 def newer(sequence: tuple[str, ...], new: str = "s", old: str = "t") -> str:
@@ -129,8 +116,6 @@ def check_upsert(spark: SparkSession, target: TargetConfig, schema: EventSchema)
     Raises:
         ConfigError: one line naming the key and the fix.
     """
-    if target.mode != "upsert":
-        return
     columns = schema.target_schema()
     if target.sequence_by != KAFKA_SEQUENCE:
         spec = next((f for f in schema.fields if f.name == target.sequence_by), None)
@@ -154,3 +139,69 @@ def check_upsert(spark: SparkSession, target: TargetConfig, schema: EventSchema)
             raise ConfigError(f"target.delete_when {target.delete_when!r} is "
                               f"{kind.simpleString()}, not a boolean; write a condition "
                               "such as \"event_type = 'deleted'\"")
+
+
+class Upsert(WriteMode):
+    """Latest-wins upserts on an event topic: one row per key, its highest version or its
+    tombstone (``_deleted = true``)."""
+
+    name = "upsert"
+    merge_kind = "upsert MERGE"
+
+    def survivor_order(self) -> list[Column]:
+        """Highest sequence first (``sequence_by``, then the Kafka coordinates)."""
+        return [F.col(c).desc_nulls_last() for c in sequence_columns(self.target.sequence_by)]
+
+    def flag(self, kept: DataFrame, good: Column) -> DataFrame:
+        """``_deleted`` on the good rows: ``delete_when`` (false when null or unset)."""
+        when = self.target.delete_when
+        deleted = F.coalesce(F.expr(when), F.lit(False)) if when else F.lit(False)
+        return kept.withColumn(DELETED, F.when(good, deleted))
+
+    def source_columns(self) -> tuple[str, ...]:
+        """The tombstone flag."""
+        return (DELETED,)
+
+    def metrics(self) -> list[Column]:
+        """The batch's deletes (its latest versions that are tombstones)."""
+        return [F.count_if(F.col(DELETED)).alias("deletes")]
+
+    def counts(self, got: Mapping[str, Any]) -> dict[str, int]:
+        """``{"deletes": n}``."""
+        return {"deletes": int(got.get("deletes") or 0)}
+
+    def target_schema(self, base: StructType) -> StructType:
+        """The schema's columns, then ``_deleted``."""
+        return upsert_schema(base)
+
+    def check(self, spark: SparkSession, schema: EventSchema) -> None:
+        """``sequence_by`` is a required column, ``delete_when`` a boolean (see
+        :func:`check_upsert`)."""
+        check_upsert(spark, self.target, schema)
+
+    def added_columns(self) -> tuple[tuple[str, str], ...]:
+        """A table switched from insert-only gets the flag."""
+        return ((DELETED, "BOOLEAN"),)
+
+    def merge(self, batch: BatchRows) -> Callable[[], MergeOutcome]:
+        """The upsert MERGE (:func:`upsert_merge`).
+
+        Matches on the key across the whole table (no partition literals: a newer version may
+        move to another partition). Rows without ``_deleted`` (a redrive's) get it from
+        ``delete_when``.
+        """
+        target = self.target
+        rows, values = batch.rows, batch.values
+        if DELETED not in rows.columns:
+            rows = latest_versions(rows, target)
+        empty = "false" if target.prune_by and not any(values.values()) else batch.keyed()
+        sequence = sequence_columns(target.sequence_by)
+        return lambda: upsert_merge(target.ref, rows, target.dedup_keys, sequence, empty)
+
+    def expectations(self, schema: EventSchema) -> Expectations:
+        """One row per key (its latest version or its tombstone); ``_deleted`` exists and is
+        never null, nor is the sequence column."""
+        target = self.target
+        return Expectations(
+            unique=key_uniqueness(target.dedup_keys, target.prune_by), exists=(DELETED,),
+            not_null=tuple(c for c in (target.sequence_by, DELETED) if c != KAFKA_SEQUENCE))

@@ -3,8 +3,8 @@
 A value is ``0x00`` (the magic byte), a 4-byte big-endian schema id, then the record in Avro
 binary, written with that id's schema (the *writer schema*). Each known writer schema gets its
 own Spark ``from_avro`` (spark-avro), chosen per row by the id with ``CASE WHEN``: no Python
-UDF. The decoded struct becomes JSON text, which :func:`pipelines.sink.parse.classify` then
-reads like a JSON value, so every schema version lands on the pipeline's declared fields by
+UDF. The decoded struct becomes JSON text, parsed to the same variant a JSON value gives
+(:class:`AvroDecoder`), so every schema version lands on the pipeline's declared fields by
 name (a field a version lacks is absent) with the same field checks, dedup and MERGE as JSON.
 
 ``from_avro`` runs in PERMISSIVE mode: bytes that do not decode give a struct of nulls instead
@@ -25,11 +25,12 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
 
-from pyspark.sql import Column
+from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
 from pipelines.config.model import PipelineConfig
 from pipelines.errors import SchemaError
+from pipelines.formats.decoded import VARIANT, Check, Decoded, once_per_row
 from pipelines.kafka.registry import RegistryClient, client_for
 
 NOT_WIRE_FORMAT = "avro: not Confluent wire format"
@@ -37,6 +38,8 @@ UNKNOWN_ID = "avro: unknown schema id "
 UNDECODABLE = "avro: undecodable"
 #: The field the reader schema adds; true in every record that decoded.
 _DECODED = "_deltasink_decoded"
+#: The column holding each record's decoded JSON text (dropped by ``classify``).
+_AVRO = "_avro_json"
 _REST = 2**31 - 1
 
 
@@ -146,12 +149,29 @@ def decoded(text: Column) -> Column:
     return text.isNotNull() & (text != F.lit("{}"))
 
 
-def checks(value: Column, text: Column, schemas: WriterSchemas) -> list[tuple[Column, Column]]:
+def checks(value: Column, text: Column, schemas: WriterSchemas) -> list[Check]:
     """(failure, reason) pairs for an Avro value, given its :func:`decoded_json` ``text``."""
-    out = [(~is_wire_format(value), F.lit(NOT_WIRE_FORMAT))]
+    out: list[Check] = [(~is_wire_format(value), F.lit(NOT_WIRE_FORMAT))]
     if schemas.file_schema is None:
         sid = schema_id(value)
         known = sid.isin(sorted(schemas.by_id)) if schemas.by_id else F.lit(False)
         out.append((~known, F.concat(F.lit(UNKNOWN_ID), sid.cast("string"))))
     out.append((~decoded(text), F.lit(UNDECODABLE)))
     return out
+
+
+@dataclass(frozen=True)
+class AvroDecoder:
+    """``source.format: avro``: each value decoded with its writer schema, then parsed as the
+    JSON text of the record (decoded once per row)."""
+
+    schemas: WriterSchemas
+
+    def decode(self, raw: DataFrame, present: Column) -> Decoded:
+        """``raw`` with the decoded value, and the ``avro: ...`` reasons."""
+        value = F.col("value")
+        rows = raw.withColumn(_AVRO, once_per_row(F.when(present,
+                                                         decoded_json(value, self.schemas))))
+        rows = rows.withColumn(VARIANT, once_per_row(F.when(
+            decoded(F.col(_AVRO)), F.try_parse_json(F.col(_AVRO)))))
+        return Decoded(rows, checks(value, F.col(_AVRO), self.schemas))

@@ -1,4 +1,4 @@
-"""pipelines.sink.avro through parse.classify: the wire-format split, schema versions mapped
+"""pipelines.formats.avro through parse.classify: the wire-format split, schema versions mapped
 onto the declared fields by name, and a reason for every record that cannot be decoded."""
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ import datetime as dt
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
-from pipelines.sink.avro import WriterSchemas, is_wire_format, schema_id
+from pipelines.formats.avro import AvroDecoder, WriterSchemas, is_wire_format, schema_id
 from pipelines.sink.parse import classify, valid_events
 from schemas.loader import schema_from_mapping
 from tests.support.clicks import DECLARED, V1, V2, click, wire
@@ -27,7 +27,7 @@ def kafka_rows(spark: SparkSession, values: list[bytes | None]) -> DataFrame:
 
 def classified(spark: SparkSession, values: list[bytes | None],
                schemas: WriterSchemas = BOTH) -> DataFrame:
-    return classify(kafka_rows(spark, values), SCHEMA, 10_000, avro=schemas)
+    return classify(kafka_rows(spark, values), SCHEMA, 10_000, decoder=AvroDecoder(schemas))
 
 
 def test_the_wire_format_splits_into_magic_byte_and_big_endian_schema_id(

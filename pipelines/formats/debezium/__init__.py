@@ -1,0 +1,1 @@
+"""Debezium change events: the envelope, Connect types, source positions and learned schemas."""

@@ -1,0 +1,1 @@
+"""The write modes of a target: insert-only, latest-wins upserts, and their strategies."""
