@@ -64,6 +64,7 @@ def test_resent_changes_and_a_snapshot_taken_again_change_nothing_and_no_late_ch
         (r.expectation, r.column) for r in report.results}, report.summary_lines()
 
 
+@pytest.mark.extended
 def test_a_batch_whose_deletes_committed_before_a_crash_lands_the_same_when_run_again(
         spark: SparkSession, lake: Path) -> None:
     seen: list[BatchMetrics] = []
@@ -108,6 +109,7 @@ def widened(changes: list[Change]) -> list[TopicRecord]:
                         r.topic, r.partition, r.offset) for r in records(changes)]
 
 
+@pytest.mark.extended
 def test_a_column_widened_in_the_database_is_widened_in_place_or_stops_the_run_in_one_line(
         spark: SparkSession, lake: Path) -> None:
     (lake / "strict").mkdir()

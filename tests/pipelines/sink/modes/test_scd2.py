@@ -47,6 +47,7 @@ def test_the_corpus_becomes_the_tables_history_version_for_version(
     assert (seen[-1].inserted, seen[-1].updated, seen[-1].deleted) == (0, 0, 0)
 
 
+@pytest.mark.extended
 def test_any_order_of_arrival_and_replays_give_the_same_history(
         spark: SparkSession, lake: Path) -> None:
     rng = random.Random(7)
