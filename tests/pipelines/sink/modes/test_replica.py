@@ -126,3 +126,30 @@ def test_a_column_widened_in_the_database_is_widened_in_place_or_stops_the_run_i
     sink(kafka_rows(spark, late, 10), 1)
     assert replica_state(spark, cfg) == {1: ("a", 2**40)}
     assert cfg.target.ref.read(spark).schema["qty"].dataType.simpleString() == "bigint"
+
+
+def test_the_replicas_change_feed_holds_each_insert_update_and_delete_once(
+        spark: SparkSession, lake: Path) -> None:
+    """With ``delta.enableChangeDataFeed`` (``target.properties``, issue 62) a replica's feed is
+    the source table's changes: an update as its pre- and post-image, a delete as a delete; a
+    change Debezium sends again, and a batch Spark replays, add no change rows."""
+    seen: list[BatchMetrics] = []
+    cfg, sink = change_sink(spark, lake, "upsert", seen,
+                            target={"properties": {"delta.enableChangeDataFeed": True}})
+    sink(kafka_rows(spark, records([Change("r", 1, 10, "a", 1), Change("r", 2, 10, "b", 2)])),
+         0)
+    then = [Change("u", 1, 20, "a2", 1), Change("d", 2, 30), Change("c", 3, 40, "c", 3)]
+    sink(kafka_rows(spark, records(then), 10), 1)
+    sink(kafka_rows(spark, records(then), 20), 2)  # sent again, at new offsets
+    sink(kafka_rows(spark, records(then), 10), 1)  # the same batch replayed: skipped
+    assert seen[-1].replayed
+    first, second = seen[0].target_version, seen[1].target_version
+    assert first is not None and second is not None
+    rows = (spark.read.format("delta").option("readChangeFeed", "true")
+            .option("startingVersion", 0).load(cfg.target.path)
+            .select("id", "name", "_change_type", "_commit_version").collect())
+    got = sorted((r["_commit_version"], r["_change_type"], r["id"], r["name"]) for r in rows)
+    assert got == sorted([
+        (first, "insert", 1, "a"), (first, "insert", 2, "b"),
+        (second, "update_preimage", 1, "a"), (second, "update_postimage", 1, "a2"),
+        (second, "delete", 2, "b"), (second, "insert", 3, "c")])
