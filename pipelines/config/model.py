@@ -86,6 +86,10 @@ class SourceConfig(BaseModel):
         ``source.avro`` section is set."""
         if bool(self.topics) == bool(self.topic_pattern):
             raise ValueError("set exactly one of source.topics or source.topic_pattern")
+        if self.format == "debezium" and self.avro is not None:
+            raise ValueError("source.format: debezium reads Kafka Connect's JSON converter only: "
+                             "Debezium through Avro and a schema registry is not supported yet "
+                             "(docs/guides/cdc.md); leave source.avro out")
         if (self.format == "avro") != (self.avro is not None):
             raise ValueError("source.format: avro needs a source.avro section (registry_url or "
                              "schema_file), and source.avro needs format: avro")

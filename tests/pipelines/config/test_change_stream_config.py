@@ -73,3 +73,9 @@ def test_a_change_streams_schema_takes_only_pinned_fields(lake: Path) -> None:
                                                                    "unit": "ms"}}})
     assert [(p.name, p.kind, p.unit) for p in pins.pinned_fields()] == [
         ("ratio", "numeric", "us"), ("seen", "timestamp_ntz", "ms")]
+
+
+def test_a_change_stream_through_avro_is_refused_naming_what_is_supported(
+        lake: Path) -> None:
+    with pytest.raises(ConfigError, match="reads Kafka Connect's JSON converter only"):
+        change_stream_config(lake, source={"avro": {"registry_url": "http://127.0.0.1:9"}})
