@@ -149,7 +149,7 @@ def test_a_snapshot_taken_again_adds_no_version_and_changes_no_row(
         spark: SparkSession, postgres: PostgresServer, broker: EmbeddedBroker,
         lake: Path, tmp_path: Path) -> None:
     db = postgres.database("cdc_resnap")
-    prefix = "resnap"
+    prefix = "cdc_resnap"  # its own topic: test_debezium_restarts uses "resnap"
     worker = capture(db, tmp_path / "connect", broker.bootstrap_servers, prefix,
                      flush_ms=TEN_MINUTES)
     stream = Stream(db, worker, broker.bootstrap_servers, debezium.topic(prefix, TABLE))
