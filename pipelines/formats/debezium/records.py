@@ -41,6 +41,11 @@ NOT_DATA = frozenset({*CHANGE_COLUMNS, *(c.name for c in KAFKA_COLUMNS), START_A
                       *FLAGS})
 
 
+def good() -> Column:
+    """A record that became a change: no ``_reason`` (not quarantined, not a skipped tombstone)."""
+    return F.col("_reason").isNull()
+
+
 class ChangeRecords:
     """A change stream's records (``source.format: debezium``).
 
@@ -104,7 +109,7 @@ class ChangeRecords:
         kafka = [c.name for c in KAFKA_COLUMNS if c.name != "ingested_at"]
         ingested = F.col("ingested_at") if "ingested_at" in classified.columns else \
             F.current_timestamp().alias("ingested_at")
-        return classified.where(F.col("_reason").isNull()).select(
+        return classified.where(good()).select(
             *names, *CHANGE_COLUMNS, *FLAGS, *kafka, ingested, *keep)
 
     def _planned(self, batch: DataFrame) -> Plan:

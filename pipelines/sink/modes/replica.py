@@ -51,7 +51,7 @@ from pyspark.sql.types import (
 
 from pipelines import sql
 from pipelines.formats.debezium.changes import DELETED, TRUNCATE, UNCHANGED
-from pipelines.formats.debezium.records import FLAGS, NOT_DATA
+from pipelines.formats.debezium.records import FLAGS, NOT_DATA, good
 from pipelines.sink.merge import MergeOutcome, outcome
 from pipelines.sink.modes.base import BatchRows, Expectations, SideWrite, WriteMode, key_uniqueness
 from pipelines.sink.modes.change_tables import fit_columns, record_key
@@ -70,10 +70,6 @@ DELETES_SCHEMA = StructType([
 ])
 
 
-def _good() -> Column:
-    return F.col("_reason").isNull()
-
-
 class Replica(WriteMode):
     """The source table's replica (see the module)."""
 
@@ -88,9 +84,9 @@ class Replica(WriteMode):
 
     def metrics(self) -> list[Column]:
         """The batch's deletes and truncates, and the last truncate's position."""
-        return [F.count_if(_good() & F.col(DELETED)).alias("deletes"),
-                F.count_if(_good() & F.col(TRUNCATE)).alias("truncates"),
-                F.max(F.when(_good() & F.col(TRUNCATE), F.col(POSITION))).alias("truncated_at")]
+        return [F.count_if(good() & F.col(DELETED)).alias("deletes"),
+                F.count_if(good() & F.col(TRUNCATE)).alias("truncates"),
+                F.max(F.when(good() & F.col(TRUNCATE), F.col(POSITION))).alias("truncated_at")]
 
     def counts(self, got: Mapping[str, Any]) -> dict[str, int]:
         """``deletes``, and ``truncates`` when there were any."""

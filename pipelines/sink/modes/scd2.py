@@ -49,7 +49,7 @@ from pyspark.sql.types import (
 from pipelines import sql
 from pipelines.errors import ConfigError
 from pipelines.formats.debezium.changes import DELETED, TRUNCATE, UNCHANGED
-from pipelines.formats.debezium.records import FLAGS, NOT_DATA
+from pipelines.formats.debezium.records import FLAGS, NOT_DATA, good
 from pipelines.sink.merge import MergeOutcome, insert_only_merge, outcome
 from pipelines.sink.modes.base import BatchRows, Expectations, SideWrite, WriteMode
 from pipelines.sink.modes.change_tables import fit_columns, record_key
@@ -60,10 +60,6 @@ from schemas.base import EventSchema
 from schemas.changes import END_AT, POSITION, START_AT
 
 _KAFKA_ORDER = ("kafka_partition", "kafka_offset", "kafka_topic")
-
-
-def _good() -> Column:
-    return F.col("_reason").isNull()
 
 
 class Scd2(WriteMode):
@@ -101,9 +97,9 @@ class Scd2(WriteMode):
 
     def metrics(self) -> list[Column]:
         """The batch's deletes, and a change stream's truncates."""
-        out = [F.count_if(_good() & F.col(DELETED)).alias("deletes")]
+        out = [F.count_if(good() & F.col(DELETED)).alias("deletes")]
         if self.config.change_stream:
-            out.append(F.count_if(_good() & F.col(TRUNCATE)).alias("truncates"))
+            out.append(F.count_if(good() & F.col(TRUNCATE)).alias("truncates"))
         return out
 
     def counts(self, got: Mapping[str, Any]) -> dict[str, int]:
